@@ -1,0 +1,10 @@
+//go:build tools
+
+// Package tools records the main packages built by build.sh so that
+// `go mod tidy` keeps their dependencies in go.mod/go.sum.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)

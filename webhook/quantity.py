@@ -1,0 +1,87 @@
+"""Kubernetes resource quantities ("500m", "64Gi", "1e3") parsed exactly.
+
+Kubernetes accepts a signed decimal number followed by one suffix: a binary SI
+suffix (Ki, Mi, Gi, Ti, Pi, Ei), a decimal SI suffix (n, u, m, k, M, G, T, P, E)
+or a decimal exponent (e3, E-2). Values are kept as ``Fraction`` so that
+"0.1" + "0.2" compares equal to "300m" and floors such as "4Gi" are exact.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from functools import lru_cache
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_QUANTITY = re.compile(
+    r"^(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?:(?P<exp>[eE][+-]?[0-9]+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$"
+)
+
+
+class QuantityError(ValueError):
+    """A string that Kubernetes would not accept as a resource quantity."""
+
+
+@lru_cache(maxsize=4096)
+def _parse_string(text: str) -> Fraction:
+    match = _QUANTITY.match(text)
+    if match is None:
+        raise QuantityError(f"{text!r} is not a Kubernetes quantity")
+    number = Fraction(match.group("number"))
+    if match.group("exp"):
+        exponent = int(match.group("exp")[1:])
+        if abs(exponent) > 100:
+            raise QuantityError(f"{text!r}: exponent out of range")
+        return number * Fraction(10) ** exponent
+    suffix = match.group("suffix") or ""
+    if suffix in _BINARY:
+        return number * _BINARY[suffix]
+    return number * _DECIMAL[suffix]
+
+
+def parse_quantity(value: object) -> Fraction:
+    """Return the exact value of a quantity given as a string or a number.
+
+    YAML turns ``cpu: 2`` and ``cpu: 0.5`` into numbers, and Kubernetes accepts
+    them, so numbers are quantities too; booleans and anything else are not.
+    """
+    if isinstance(value, bool):
+        raise QuantityError(f"{value!r} is not a Kubernetes quantity")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        return Fraction(str(value))
+    if isinstance(value, str):
+        return _parse_string(value.strip())
+    raise QuantityError(f"{value!r} is not a Kubernetes quantity")
+
+
+def is_quantity(value: object) -> bool:
+    try:
+        parse_quantity(value)
+    except QuantityError:
+        return False
+    return True
+
+
+def format_bytes(value: Fraction | int) -> str:
+    """Render a byte count the way people write memory: the largest exact binary suffix."""
+    value = int(value)
+    for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+        unit = _BINARY[suffix]
+        if value >= unit and value % unit == 0:
+            return f"{value // unit}{suffix}"
+    return str(value)

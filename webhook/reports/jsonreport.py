@@ -1,0 +1,34 @@
+"""`--format json`: the stable machine format (see docs/cli.md)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+
+def summary(result) -> dict:
+    findings = result.findings
+    by_policy = Counter(f.policy for f in findings if f.result != "skip")
+    return {
+        "resources": len(result.evaluations),
+        "findings": len(findings),
+        "deny": sum(1 for f in findings if f.action == "deny" and f.result != "skip"),
+        "warn": sum(1 for f in findings if f.action == "warn" and f.result != "skip"),
+        "audit": sum(1 for f in findings if f.action == "audit" and f.result != "skip"),
+        "skipped": sum(1 for f in findings if f.result == "skip"),
+        "errors": len(result.errors),
+        "byPolicy": dict(sorted(by_policy.items())),
+    }
+
+
+def render(result, engine, **options) -> str:
+    document = {
+        "findings": [f.as_dict() for f in result.findings],
+        "errors": [{"file": e.file, "line": e.line, "message": e.message} for e in result.errors],
+        "summary": summary(result),
+    }
+    if result.skipped:
+        document["skippedFiles"] = [{"file": s.file, "line": s.line, "message": s.message} for s in result.skipped]
+    if result.notes:
+        document["notes"] = list(result.notes)
+    return json.dumps(document, indent=2, sort_keys=False) + "\n"

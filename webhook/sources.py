@@ -1,0 +1,132 @@
+"""Manifests on disk or stdin -> `Resource`s with file/line origins.
+
+One pass of libyaml (``CSafeLoader``) yields both the composed node, kept for
+line/column look-ups of findings, and the constructed Python object: positions
+cost nothing until a finding asks for one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+import yaml
+
+from .resource import InputError, Origin, Resource
+
+try:
+    _Loader = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - libyaml is part of PyYAML's wheels
+    _Loader = yaml.SafeLoader
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+_SKIPPED_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", ".tox"}
+
+
+@dataclass
+class Loaded:
+    resources: list[Resource] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+    skipped: list[InputError] = field(default_factory=list)  # not Kubernetes objects (e.g. Helm templates)
+
+    def extend(self, other: "Loaded") -> None:
+        self.resources += other.resources
+        self.errors += other.errors
+        self.skipped += other.skipped
+
+
+def iter_manifest_files(paths: Iterable[str]) -> Iterator[str]:
+    """Files named on the command line as they are; directories walked for manifest suffixes, sorted."""
+    for path in paths:
+        if path == "-" or not os.path.isdir(path):
+            yield path
+            continue
+        for root, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS)
+            for name in sorted(files):
+                if name.endswith(MANIFEST_SUFFIXES):
+                    yield os.path.join(root, name)
+
+
+def load_paths(paths: Iterable[str], stdin_name: str = "<stdin>") -> Loaded:
+    loaded = Loaded()
+    for path in iter_manifest_files(paths):
+        if path == "-":
+            loaded.extend(load_text(sys.stdin.read(), stdin_name))
+            continue
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            loaded.errors.append(InputError(path, 0, f"cannot read file: {exc}"))
+            continue
+        loaded.extend(load_text(text, path))
+    return loaded
+
+
+def looks_templated(text: str) -> bool:
+    return "{{" in text and "}}" in text
+
+
+def load_text(text: str, filename: str) -> Loaded:
+    """Every Kubernetes object in a (multi-document) YAML or JSON text."""
+    loaded = Loaded()
+    loader = _Loader(text)
+    index = 0
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            try:
+                data = loader.construct_document(node)
+            except yaml.YAMLError as exc:
+                loaded.errors.append(_yaml_error(filename, exc))
+                index += 1
+                continue
+            _collect(data, node, filename, index, loaded)
+            index += 1
+    except yaml.YAMLError as exc:
+        if looks_templated(text):
+            loaded.skipped.append(InputError(filename, _mark_line(exc), "template (contains '{{ }}'): render it first"))
+        else:
+            loaded.errors.append(_yaml_error(filename, exc))
+    finally:
+        loader.dispose()
+    return loaded
+
+
+def _collect(data: object, node: yaml.Node, filename: str, index: int, loaded: Loaded) -> None:
+    if data is None:
+        return
+    line = node.start_mark.line + 1
+    if not isinstance(data, dict):
+        if isinstance(data, list) and all(isinstance(d, dict) and "kind" in d for d in data) and data:
+            loaded.errors.append(InputError(filename, line, "a list of objects is not a Kubernetes object: "
+                                            "wrap it in 'kind: List' with 'items'"))
+        return  # a scalar or foreign document: not ours to judge
+    kind = data.get("kind")
+    if not isinstance(kind, str) or "apiVersion" not in data:
+        return  # configuration of some other tool (values.yaml, kustomization patches, ...)
+    if kind.endswith("List") and isinstance(data.get("items"), list):
+        for position, item in enumerate(data["items"]):
+            if isinstance(item, dict) and isinstance(item.get("kind"), str):
+                origin = Origin(file=filename, document=index, node=node, base=f"/items/{position}")
+                loaded.resources.append(Resource(item, origin))
+        return
+    loaded.resources.append(Resource(data, Origin(file=filename, document=index, node=node)))
+
+
+def _mark_line(exc: yaml.YAMLError) -> int:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    return mark.line + 1 if mark is not None else 0
+
+
+def _yaml_error(filename: str, exc: yaml.YAMLError) -> InputError:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    message = f"YAML: {context + ', ' if context else ''}{problem}"
+    if mark is None:
+        return InputError(filename, 0, message)
+    return InputError(filename, mark.line + 1, message, mark.column + 1)
