@@ -135,6 +135,7 @@ class Engine:
                   if p.match.accepts(classes, resource.kind, resource.namespace, labels)
                   and not self._exempt(p.id, resource, evaluation)]
         evaluation.evaluated = bool(chosen) or scope.workload is not None
+        evaluation.policies = tuple(p.id for p in chosen)
         return scope, chosen
 
     # ------------------------------------------------------------------ evaluation

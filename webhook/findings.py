@@ -61,6 +61,7 @@ class Evaluation:
     notes: list[str] = field(default_factory=list)  # e.g. an expired exception
     classes: frozenset = frozenset()
     evaluated: bool = False  # False: excluded namespace or not a kind any policy matches
+    policies: tuple = ()  # ids of the policies that applied (after match and exemptions): reports list passes
 
     @property
     def blocking(self) -> list["Finding"]:
