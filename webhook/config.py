@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Optional
 
-import yaml
 from jsonschema import Draft202012Validator
 
 from . import pointer as jp
+from .schemarule import locate_error
 from .sources import load_text
 from .workload import Classification
 
@@ -108,9 +108,9 @@ def _read(path: str) -> tuple[dict, list[str]]:
                     f"found {len(docs)}"]
     resource = docs[0]
     for error in sorted(_validator().iter_errors(resource.obj), key=lambda e: list(map(str, e.absolute_path))):
-        pointer = jp.join("", *error.absolute_path)
+        pointer, message = locate_error(error)
         line, column = resource.origin.position(pointer)
-        problems.append(f"{path}:{line}:{column}: {jp.to_dotted(pointer) or '(document)'}: {error.message}")
+        problems.append(f"{path}:{line}:{column}: {jp.to_dotted(pointer) or '(document)'}: {message}")
     return resource.obj, problems
 
 
@@ -187,6 +187,3 @@ def default_config_text() -> str:
     with open(DEFAULT_CONFIG_FILE, encoding="utf-8") as handle:
         return handle.read()
 
-
-def dump(data: dict) -> str:  # pragma: no cover - used by `aiadmit config` output
-    return yaml.safe_dump(data, sort_keys=False)

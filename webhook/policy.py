@@ -20,7 +20,7 @@ from jsonschema import Draft202012Validator
 from . import pointer as jp
 from .celenv import CelError, Expression, Template
 from .resource import Resource
-from .schemarule import SchemaRule
+from .schemarule import SchemaRule, locate_error
 from .sources import load_paths
 
 BUILTIN_POLICY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "policies")
@@ -296,7 +296,7 @@ def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None
         errors = sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
         if errors:
             for error in errors:
-                problems.append(_format(resource, jp.join("", *error.absolute_path), _schema_message(error)))
+                problems.append(_format(resource, *_schema_problem(error)))
             continue
         name = doc["metadata"]["name"]
         if name in seen:
@@ -316,9 +316,7 @@ def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None
     return policies
 
 
-def _schema_message(error) -> str:
-    if error.validator == "additionalProperties":
-        return f"unknown field ({error.message})"
-    if error.validator == "oneOf" and error.schema_path and "rule" in str(error.schema_path):
-        return "a rule has exactly one of `expression` or `schema`"
-    return error.message
+def _schema_problem(error) -> tuple[str, str]:
+    if error.validator == "oneOf" and "expression" in str(error.schema):
+        return jp.join("", *error.absolute_path), "a rule has exactly one of `expression` or `schema`"
+    return locate_error(error)

@@ -1,0 +1,150 @@
+"""`aiadmit audit` end to end through the real console script: formats, lines, errors, exit codes."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
+
+GPU_POD = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: gpu
+  namespace: ml
+spec:
+  containers:
+    - name: main
+      image: registry.example/serve:v1
+      resources:
+        limits:
+          nvidia.com/gpu: 1
+"""
+
+MALFORMED = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: broken, namespace: ml}
+spec:
+  containers: nginx
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: bad-quantity, namespace: ml}
+spec:
+  containers:
+    - name: main
+      image: img
+      resources:
+        limits: {memory: lots, nvidia.com/gpu: 1}
+---
+""" + GPU_POD
+
+
+def aiadmit(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "webhook", *args], input=stdin, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_text_output_is_file_line_col_id_action_message(tmp_path):
+    path = tmp_path / "pod.yaml"
+    path.write_text(GPU_POD)
+    result = aiadmit("audit", str(path))
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert f"{path}:10:7: resources-declared [deny] container main must request a non-zero cpu " \
+           f"(resources.requests.cpu)" in lines
+    assert lines[-1].startswith("1 resources checked:")
+    assert "Traceback" not in result.stderr
+
+
+def test_json_output_contract(tmp_path):
+    path = tmp_path / "pod.yaml"
+    path.write_text(GPU_POD)
+    result = aiadmit("audit", "--format", "json", str(path))
+    document = json.loads(result.stdout)
+    assert set(document) >= {"findings", "errors", "summary"}
+    finding = next(f for f in document["findings"] if f["rule"] == "memory-limit")
+    assert finding == {
+        "policy": "resources-declared", "rule": "memory-limit", "action": "deny", "result": "fail",
+        "message": "container main must set a memory limit (resources.limits.memory)",
+        "resource": {"apiVersion": "v1", "kind": "Pod", "namespace": "ml", "name": "gpu"},
+        "file": str(path), "line": 11, "column": 9,
+        "path": "/spec/containers/0/resources/limits/memory",
+    }
+
+
+def test_malformed_documents_are_errors_with_lines_and_the_rest_is_still_checked(tmp_path):
+    path = tmp_path / "mixed.yaml"
+    path.write_text(MALFORMED)
+    result = aiadmit("audit", "-f", "json", str(path))
+    assert result.returncode == 2
+    document = json.loads(result.stdout)
+    errors = {(e["line"], e["message"]) for e in document["errors"]}
+    assert (5, "spec.containers: containers must be a list, not str") in errors
+    assert (15, "spec.containers[0].resources.limits.memory: 'lots' is not a Kubernetes quantity") in errors
+    assert {f["resource"]["name"] for f in document["findings"]} == {"gpu"}
+    assert "Traceback" not in result.stderr
+
+
+def test_stdin_and_exit_zero_when_clean():
+    clean = GPU_POD.replace("nvidia.com/gpu: 1", "cpu: 1")
+    result = aiadmit("audit", "-", stdin=clean)
+    assert result.returncode == 0, result.stdout
+    assert "1 resources checked: 0 deny" in result.stdout
+
+
+def test_yaml_syntax_error_is_exit_2_with_line(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: [x\n")
+    result = aiadmit("audit", str(path))
+    assert result.returncode == 2
+    assert result.stdout.startswith(f"{path}:4:1: error YAML:")
+
+
+def test_usage_errors_are_exit_2(tmp_path):
+    assert aiadmit("audit").returncode == 2
+    assert aiadmit("audit", "--policy", "no-such-policy", str(tmp_path)).returncode == 2
+    bad_config = tmp_path / "config.yaml"
+    bad_config.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\npolicies:\n  shm-sized: {action: block}\n")
+    result = aiadmit("audit", "--config", str(bad_config), str(tmp_path))
+    assert result.returncode == 2
+    assert f"{bad_config}:4:15: policies.shm-sized.action: 'block' is not one of" in result.stderr
+
+
+def test_missing_file_is_an_error(tmp_path):
+    result = aiadmit("audit", str(tmp_path / "nope.yaml"))
+    assert result.returncode == 2 and "cannot read file" in result.stdout
+
+
+def test_non_ai_workloads_get_nothing_but_devices_declared(tmp_path):
+    path = tmp_path / "web.yaml"
+    path.write_text("""\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 3
+  template:
+    spec:
+      containers:
+        - name: nginx
+          image: nginx:latest
+""")
+    document = json.loads(aiadmit("audit", "-f", "json", str(path)).stdout)
+    assert {f["policy"] for f in document["findings"]} <= {"devices-declared"}
+
+
+@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="needs ../shared/corpus beside the checkout")
+def test_whole_corpus_without_a_crash():
+    result = aiadmit("audit", "-f", "json", CORPUS)
+    document = json.loads(result.stdout)
+    assert "Traceback" not in result.stderr
+    assert document["summary"]["resources"] > 100
+    # The one file that is not valid YAML is the only error, and it names its line.
+    assert [(os.path.basename(e["file"]), e["line"]) for e in document["errors"]] == [
+        ("ai-ml__gke-model-armor__preparing-the-model__vllm-gemma-deployment.yaml", 37)]
+    assert not [f for f in document["findings"] if f["result"] == "error"], "rules that failed to evaluate"

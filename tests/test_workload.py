@@ -1,0 +1,181 @@
+"""Every kind of the catalogue: its pod templates are found, with pointers, pod counts and classes."""
+
+import pytest
+
+from webhook.resource import Resource
+from webhook.workload import Classification, ShapeError, build_workload, kind_table
+
+GPU = {"name": "main", "image": "img", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+CPU = {"name": "side", "image": "img"}
+
+
+def pod(*containers, labels=None):
+    template = {"spec": {"containers": [dict(c) for c in containers]}}
+    if labels:
+        template["metadata"] = {"labels": labels}
+    return template
+
+
+CASES = {
+    # kind: (apiVersion, spec, expected template pointers -> pod count, classes)
+    "Pod": ("v1", None, {"/spec": 1}, {"pod", "ai", "accelerated"}),
+    "Deployment": ("apps/v1", {"replicas": 3, "template": pod(GPU)}, {"/spec/template/spec": 3},
+                   {"pod", "ai", "accelerated", "inference"}),
+    "StatefulSet": ("apps/v1", {"replicas": 2, "template": pod(GPU)}, {"/spec/template/spec": 2},
+                    {"pod", "ai", "accelerated", "inference"}),
+    "ReplicaSet": ("apps/v1", {"template": pod(GPU)}, {"/spec/template/spec": 1},
+                   {"pod", "ai", "accelerated", "inference"}),
+    "DaemonSet": ("apps/v1", {"template": pod(CPU)}, {"/spec/template/spec": 1}, {"pod"}),
+    "Job": ("batch/v1", {"parallelism": 4, "template": pod(GPU)}, {"/spec/template/spec": 4},
+            {"pod", "ai", "accelerated", "training"}),
+    "CronJob": ("batch/v1", {"jobTemplate": {"spec": {"template": pod(GPU)}}},
+                {"/spec/jobTemplate/spec/template/spec": 1}, {"pod", "ai", "accelerated", "training"}),
+    "PyTorchJob": ("kubeflow.org/v1", {"pytorchReplicaSpecs": {
+        "Master": {"replicas": 1, "template": pod(GPU)}, "Worker": {"replicas": 3, "template": pod(GPU)}}},
+        {"/spec/pytorchReplicaSpecs/Master/template/spec": 1, "/spec/pytorchReplicaSpecs/Worker/template/spec": 3},
+        {"pod", "ai", "accelerated", "training"}),
+    "TFJob": ("kubeflow.org/v1", {"tfReplicaSpecs": {"Worker": {"replicas": 2, "template": pod(CPU)}}},
+              {"/spec/tfReplicaSpecs/Worker/template/spec": 2}, {"pod", "ai", "training"}),
+    "MPIJob": ("kubeflow.org/v2beta1", {"mpiReplicaSpecs": {"Launcher": {"template": pod(CPU)},
+                                                             "Worker": {"replicas": 2, "template": pod(GPU)}}},
+               {"/spec/mpiReplicaSpecs/Launcher/template/spec": 1, "/spec/mpiReplicaSpecs/Worker/template/spec": 2},
+               {"pod", "ai", "accelerated", "training"}),
+    "XGBoostJob": ("kubeflow.org/v1", {"xgbReplicaSpecs": {"Master": {"template": pod(CPU)}}},
+                   {"/spec/xgbReplicaSpecs/Master/template/spec": 1}, {"pod", "ai", "training"}),
+    "PaddleJob": ("kubeflow.org/v1", {"paddleReplicaSpecs": {"Worker": {"replicas": 2, "template": pod(GPU)}}},
+                  {"/spec/paddleReplicaSpecs/Worker/template/spec": 2}, {"pod", "ai", "accelerated", "training"}),
+    "JAXJob": ("kubeflow.org/v1", {"jaxReplicaSpecs": {"Worker": {"replicas": 2, "template": pod(CPU)}}},
+               {"/spec/jaxReplicaSpecs/Worker/template/spec": 2}, {"pod", "ai", "training"}),
+    "Notebook": ("kubeflow.org/v1", {"template": {"spec": {"containers": [CPU]}}}, {"/spec/template/spec": 1},
+                 {"pod", "ai", "notebook", "untrusted"}),
+    "TrainJob": ("trainer.kubeflow.org/v1alpha1", {"runtimeRef": {"name": "torch"}, "trainer": {
+        "image": "img", "numNodes": 4, "resourcesPerNode": {"limits": {"nvidia.com/gpu": 8}}}},
+        {None: 4}, {"pod", "ai", "accelerated", "training"}),
+    "TrainingRuntime": ("trainer.kubeflow.org/v1alpha1", {"template": {"spec": {"replicatedJobs": [
+        {"name": "node", "replicas": 2, "template": {"spec": {"parallelism": 2, "template": pod(GPU)}}}]}}},
+        {"/spec/template/spec/replicatedJobs/0/template/spec/template/spec": 4},
+        {"pod", "ai", "accelerated", "training"}),
+    "ClusterTrainingRuntime": ("trainer.kubeflow.org/v1alpha1", {"template": {"spec": {"replicatedJobs": [
+        {"name": "node", "template": {"spec": {"template": pod(CPU)}}}]}}},
+        {"/spec/template/spec/replicatedJobs/0/template/spec/template/spec": 1}, {"pod", "ai", "training"}),
+    "JobSet": ("jobset.x-k8s.io/v1alpha2", {"replicatedJobs": [
+        {"name": "workers", "replicas": 2, "template": {"spec": {"parallelism": 4, "template": pod(GPU)}}}]},
+        {"/spec/replicatedJobs/0/template/spec/template/spec": 8}, {"pod", "ai", "accelerated", "training"}),
+    "RayCluster": ("ray.io/v1", {"headGroupSpec": {"template": pod(CPU)}, "workerGroupSpecs": [
+        {"groupName": "gpu", "replicas": 3, "numOfHosts": 2, "template": pod(GPU)}]},
+        {"/spec/headGroupSpec/template/spec": 1, "/spec/workerGroupSpecs/0/template/spec": 6},
+        {"pod", "ai", "accelerated", "training"}),
+    "RayJob": ("ray.io/v1", {"rayClusterSpec": {"headGroupSpec": {"template": pod(CPU)}, "workerGroupSpecs": [
+        {"groupName": "w", "replicas": 2, "template": pod(GPU)}]}, "submitterPodTemplate": pod(CPU)},
+        {"/spec/rayClusterSpec/headGroupSpec/template/spec": 1, "/spec/rayClusterSpec/workerGroupSpecs/0/template/spec": 2,
+         "/spec/submitterPodTemplate/spec": 1}, {"pod", "ai", "accelerated", "training"}),
+    "RayService": ("ray.io/v1", {"rayClusterConfig": {"headGroupSpec": {"template": pod(CPU)}, "workerGroupSpecs": [
+        {"groupName": "w", "replicas": 1, "template": pod(GPU)}]}},
+        {"/spec/rayClusterConfig/headGroupSpec/template/spec": 1,
+         "/spec/rayClusterConfig/workerGroupSpecs/0/template/spec": 1}, {"pod", "ai", "accelerated", "inference"}),
+    "InferenceService": ("serving.kserve.io/v1beta1", {"predictor": {
+        "minReplicas": 2, "model": {"modelFormat": {"name": "huggingface"},
+                                    "resources": {"limits": {"nvidia.com/gpu": 1}}}},
+        "transformer": {"containers": [CPU]}},
+        {"/spec/predictor": 2, "/spec/transformer": 1}, {"pod", "ai", "accelerated", "inference"}),
+    "ServingRuntime": ("serving.kserve.io/v1alpha1", {"containers": [CPU]}, {"/spec": 1}, {"pod", "ai", "inference"}),
+    "ClusterServingRuntime": ("serving.kserve.io/v1alpha1", {"containers": [GPU]}, {"/spec": 1},
+                              {"pod", "ai", "accelerated", "inference"}),
+    "LeaderWorkerSet": ("leaderworkerset.x-k8s.io/v1", {"replicas": 2, "leaderWorkerTemplate": {
+        "size": 4, "leaderTemplate": pod(GPU), "workerTemplate": pod(GPU)}},
+        {"/spec/leaderWorkerTemplate/leaderTemplate/spec": 2, "/spec/leaderWorkerTemplate/workerTemplate/spec": 6},
+        {"pod", "ai", "accelerated", "inference"}),
+    "ReplicationController": ("v1", {"replicas": 2, "template": pod(CPU)}, {"/spec/template/spec": 2}, {"pod"}),
+    "PodTemplate": ("v1", None, {"/template/spec": 1}, {"pod"}),
+}
+
+
+def make(kind):
+    api_version, spec, _, _ = CASES[kind]
+    obj = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x", "namespace": "ml"}}
+    if kind == "Pod":
+        obj["spec"] = {"containers": [dict(GPU)]}
+    elif kind == "PodTemplate":
+        obj["template"] = pod(CPU)
+    else:
+        obj["spec"] = spec
+    return Resource(obj)
+
+
+def test_every_kind_of_the_table_is_covered_here():
+    assert {kind for _, kind in kind_table()} == set(CASES)
+
+
+@pytest.mark.parametrize("kind", sorted(CASES))
+def test_templates_pointers_counts_and_classes(kind):
+    workload = build_workload(make(kind), Classification())
+    expected = CASES[kind][2]
+    assert {t.spec_pointer: t.pod_count for t in workload.templates} == expected
+    assert workload.classes == frozenset(CASES[kind][3])
+    for template in workload.templates:
+        for container in template.containers:
+            assert container.pointer.startswith(template.spec_pointer or "/spec/trainer")
+
+
+def test_inference_service_model_is_the_main_container():
+    workload = build_workload(make("InferenceService"), Classification())
+    predictor = workload.templates[0]
+    assert [(c.section, c.pointer) for c in predictor.containers] == [("model", "/spec/predictor/model")]
+
+
+def test_trainjob_trainer_is_a_container_with_renamed_resources():
+    workload = build_workload(make("TrainJob"), Classification())
+    [template] = workload.templates
+    [trainer] = template.containers
+    assert template.spec is None and trainer.obj["resources"] == {"limits": {"nvidia.com/gpu": 8}}
+    assert trainer.field_pointer("/resources/requests/cpu") == "/spec/trainer/resourcesPerNode/requests/cpu"
+
+
+def test_unknown_kind_bears_no_pods():
+    assert build_workload(Resource({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}), Classification()) is None
+
+
+def test_same_kind_name_in_another_group_is_not_confused():
+    obj = {"apiVersion": "example.com/v1", "kind": "Deployment", "metadata": {}, "spec": {"template": pod(GPU)}}
+    assert build_workload(Resource(obj), Classification()) is None
+
+
+@pytest.mark.parametrize("labels, namespace_labels, expected", [
+    ({"aiadmit.dev/role": "inference"}, None, {"pod", "ai", "inference"}),
+    ({"aiadmit.dev/tier": "untrusted"}, None, {"pod", "untrusted"}),
+    ({}, {"aiadmit.dev/tier": "untrusted"}, {"pod", "untrusted"}),
+    ({"notebook-name": "nb"}, None, {"pod", "ai", "notebook", "untrusted"}),
+    ({}, None, {"pod"}),
+])
+def test_classification_from_labels(labels, namespace_labels, expected):
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": labels},
+           "spec": {"containers": [dict(CPU)]}}
+    assert build_workload(Resource(obj), Classification(), namespace_labels).classes == frozenset(expected)
+
+
+def test_notebooks_trusted_when_configured():
+    obj = make("Notebook").obj
+    classes = build_workload(Resource(obj), Classification(notebooks_are_untrusted=False)).classes
+    assert "untrusted" not in classes and "notebook" in classes
+
+
+def test_dynamic_resource_allocation_claims_are_accelerated():
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}], "containers": [dict(CPU)]}}
+    assert "accelerated" in build_workload(Resource(obj), Classification()).classes
+
+
+@pytest.mark.parametrize("spec, pointer", [
+    ({"containers": "nginx"}, "/spec/containers"),
+    ({"containers": ["nginx"]}, "/spec/containers/0"),
+    ({"containers": [{"name": "a", "resources": []}]}, "/spec/containers/0/resources"),
+    ({"containers": [{"name": "a", "resources": {"limits": {"memory": "lots"}}}]},
+     "/spec/containers/0/resources/limits/memory"),
+    ({"containers": [{"name": "a", "volumeMounts": {"name": "x"}}]}, "/spec/containers/0/volumeMounts"),
+    ({"containers": [], "volumes": "x"}, "/spec/volumes"),
+])
+def test_malformed_shapes_name_the_field(spec, pointer):
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
+    with pytest.raises(ShapeError) as info:
+        build_workload(Resource(obj), Classification())
+    assert info.value.pointer == pointer
