@@ -72,6 +72,7 @@ class Config:
     exemption_annotation: str = "aiadmit.dev/exempt"
     annotation_exemptable: frozenset = frozenset()
     context_failure: str = "skip"
+    trusted_controllers: tuple[str, ...] = ()  # userInfo.username globs (webhook only, see docs/webhook.md)
     policies: dict[str, PolicySettings] = field(default_factory=dict)
     exceptions: tuple[PolicyException, ...] = ()
     source: str = "<defaults>"
@@ -117,7 +118,8 @@ def _read(path: str) -> tuple[dict, list[str]]:
 def _merge(base: dict, extra: dict) -> dict:
     out = dict(base)
     for key, value in extra.items():
-        if key in ("excludeNamespaces", "exceptions", "annotationExemptable") and isinstance(value, list):
+        if key in ("excludeNamespaces", "exceptions", "annotationExemptable", "trustedControllers") \
+                and isinstance(value, list):
             out[key] = list(base.get(key) or []) + value
         elif key in ("classification", "policies") and isinstance(value, dict):
             merged = dict(base.get(key) or {})
@@ -177,6 +179,7 @@ def _build(data: dict, source: str, own_namespace: Optional[str]) -> Config:
         exemption_annotation=data.get("exemptionAnnotation", "aiadmit.dev/exempt"),
         annotation_exemptable=frozenset(data.get("annotationExemptable") or ()),
         context_failure=data.get("contextFailure", "skip"),
+        trusted_controllers=tuple(data.get("trustedControllers") or ()),
         policies=policies,
         exceptions=tuple(exceptions),
         source=source,
