@@ -43,8 +43,10 @@ def audit_resources(engine: Engine, resources: Iterable[Resource], facts: Option
         evaluation = engine.evaluate(resource, facts)
         if policies:
             evaluation.findings = [f for f in evaluation.findings if f.policy in policies]
+            evaluation.policies = tuple(p for p in evaluation.policies if p in policies)
         if skip:
             evaluation.findings = [f for f in evaluation.findings if f.policy not in skip]
+            evaluation.policies = tuple(p for p in evaluation.policies if p not in skip)
         result.evaluations.append(evaluation)
         result.errors += evaluation.errors
         for note in evaluation.notes:

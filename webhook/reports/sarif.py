@@ -1,0 +1,114 @@
+"""`--format sarif`: SARIF 2.1.0 for code-scanning UIs (GitHub, GitLab, VS Code's SARIF viewer).
+
+Each policy of the bundle is a rule (id, summary, why, remediation as help,
+docs link, default level from its action); each finding a result with a
+physical location (file, line, column) when the input was a file, and a
+logical location (the Kubernetes object and field) always, so piped and
+cluster input still say what to fix. Input that could not be read becomes a
+tool execution notification: it must not vanish from the log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from urllib.parse import quote
+
+from .. import __version__
+from .location import locate
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+LEVELS = {"deny": "error", "warn": "warning", "audit": "note"}
+
+
+def artifact_uri(path: str) -> str:
+    """A relative path stays relative (code-scanning resolves it against the checkout); absolute becomes file://."""
+    posix = path.replace(os.sep, "/")
+    if os.path.isabs(path):
+        return "file://" + quote(posix)
+    return quote(posix[2:] if posix.startswith("./") else posix)
+
+
+def _rule(policy, action: str) -> dict:
+    help_text = f"{' '.join(policy.remediation.split())}\n\nWhy: {' '.join(policy.why.split())}"
+    rule = {
+        "id": policy.id,
+        "name": "".join(part.capitalize() for part in policy.id.split("-")),
+        "shortDescription": {"text": policy.summary},
+        "fullDescription": {"text": " ".join(policy.why.split())},
+        "help": {"text": help_text,
+                 "markdown": f"**Remediation.** {policy.remediation.strip()}\n\n**Why.** {policy.why.strip()}\n\n"
+                             f"Docs: `{policy.docs}`"},
+        "defaultConfiguration": {"level": LEVELS[action]},
+        "properties": {"action": action, "docs": policy.docs, "tags": ["kubernetes", "ai-workloads"]},
+    }
+    if policy.docs.startswith(("https://", "http://")):
+        rule["helpUri"] = policy.docs
+    return rule
+
+
+def _result(finding, rule_index: int) -> dict:
+    location = locate(finding)
+    where: dict = {"logicalLocations": [{
+        "name": finding.resource.name or finding.resource.kind,
+        "fullyQualifiedName": "/".join(p for p in (location.cluster, finding.resource.namespace,
+                                                    finding.resource.kind, finding.resource.name) if p)
+                              + (f"#{finding.pointer}" if finding.pointer else ""),
+        "kind": "object",
+    }]}
+    if location.file and not location.from_stdin and location.cluster is None:
+        physical: dict = {"artifactLocation": {"uri": artifact_uri(location.file)}}
+        if location.line:
+            physical["region"] = {"startLine": location.line, "startColumn": max(location.column, 1)}
+        where["physicalLocation"] = physical
+    result = {
+        "ruleId": finding.policy,
+        "ruleIndex": rule_index,
+        "kind": "notApplicable" if finding.result == "skip" else "fail",
+        "level": "none" if finding.result == "skip" else LEVELS[finding.action],
+        "message": {"text": finding.message},
+        "locations": [where],
+        "partialFingerprints": {
+            "aiadmitFinding/v1": "|".join((finding.policy, finding.rule, finding.resource.kind,
+                                           finding.resource.namespace, finding.resource.name, finding.pointer)),
+        },
+        "properties": {"rule": finding.rule, "action": finding.action, "result": finding.result,
+                       "path": finding.pointer, "resource": finding.resource.ref()},
+    }
+    return result
+
+
+def _notification(error, level: str) -> dict:
+    notification: dict = {"level": level, "message": {"text": error.message}}
+    if error.file and error.file not in ("<stdin>", "-"):
+        physical: dict = {"artifactLocation": {"uri": artifact_uri(error.file)}}
+        if error.line:
+            physical["region"] = {"startLine": error.line, "startColumn": max(error.column, 1)}
+        notification["locations"] = [{"physicalLocation": physical}]
+    return notification
+
+
+def build(result, engine) -> dict:
+    policies = sorted(engine.by_id.values(), key=lambda p: p.id)
+    index = {p.id: i for i, p in enumerate(policies)}
+    rules = [_rule(p, engine.config.settings(p.id).action or p.action) for p in policies]
+    notifications = [_notification(e, "error") for e in result.errors]
+    notifications += [_notification(s, "note") for s in result.skipped]
+    invocation = {"executionSuccessful": not result.errors}
+    if notifications:
+        invocation["toolExecutionNotifications"] = notifications
+    return {
+        "$schema": SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "aiadmit", "version": __version__, "semanticVersion": __version__,
+                                "rules": rules}},
+            "invocations": [invocation],
+            "results": [_result(f, index[f.policy]) for f in result.findings],
+            "columnKind": "unicodeCodePoints",
+        }],
+    }
+
+
+def render(result, engine, **options) -> str:
+    return json.dumps(build(result, engine), indent=2) + "\n"
