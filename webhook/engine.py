@@ -239,6 +239,16 @@ class Engine:
             if rule.needs_pod and (template is None or template.spec is None):
                 continue
             pointer = container.field_pointer(rule.path) if container else base + rule.path
+            # A `when` that reads no cluster fact decides first whether the rule applies at all, so unknown facts
+            # make a rule skip only where it applies (a CPU-only template is not "skipped" by a GPU quota rule).
+            early = rule.when is not None and "cluster" not in rule.when.variables
+            if early:
+                try:
+                    if rule.when(context) is not True:
+                        continue
+                except Exception as exc:
+                    self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}", pointer)
+                    continue
             if rule.requires and self._unknown_facts(rule, scope):
                 missing = [f for f in rule.requires if scope.cluster.get(f) is None]
                 mode = self.config.settings(policy.id).context_failure or self.config.context_failure
@@ -250,7 +260,7 @@ class Engine:
                           if result == "skip" else f"cluster facts unavailable: {', '.join(missing)}", pointer)
                 continue
             try:
-                if rule.when is not None and rule.when(context) is not True:
+                if not early and rule.when is not None and rule.when(context) is not True:
                     continue
                 if rule.expression is not None:
                     if rule.expression(context) is not True:
@@ -339,6 +349,11 @@ def _default_op(document: dict, path: str, value: Any) -> Optional[dict]:
     tokens = jp.split(path)
     node = document
     for position, token in enumerate(tokens):
+        if isinstance(node, list):  # an existing item on the way (a container, a Ray worker group)
+            if not (token.isdigit() and int(token) < len(node)):
+                return None
+            node = node[int(token)]
+            continue
         present = isinstance(node, dict) and node.get(token) is not None
         if not present:
             if not isinstance(node, dict):
