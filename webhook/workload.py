@@ -44,6 +44,9 @@ class TemplateSpec:
     multiply: tuple[str, ...]
     subtract: int
     name: str
+    default_replicas: int = 1
+    min_replicas: Optional[str] = None
+    subtract_if: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,9 @@ def _template_spec(entry: dict) -> TemplateSpec:
         multiply=tuple(entry.get("multiply", ())),
         subtract=int(entry.get("subtract", 0)),
         name=entry.get("name", "template"),
+        default_replicas=int(entry.get("defaultReplicas", 1)),
+        min_replicas=entry.get("minReplicas"),
+        subtract_if=entry.get("subtractIf"),
     )
 
 
@@ -270,10 +276,15 @@ def _locate(resource: Resource, kind: KindSpec) -> list[PodTemplate]:
                 containers.append(Container(view, pointer, extra, rename))
             if pod_spec is None and not containers:
                 continue
-            count = _count(obj, base, spec.replicas)
+            count = _count(obj, base, spec.replicas, spec.default_replicas)
+            if spec.min_replicas is not None:
+                count = max(count, _count(obj, base, spec.min_replicas, 0))
+            replicas = count
             for factor in spec.multiply:
                 count *= _count(obj, base, factor)
-            count = max(count - spec.subtract * _count(obj, base, spec.replicas), 0) if spec.subtract else count
+            if spec.subtract and (spec.subtract_if is None
+                                  or jp.resolve(obj, jp.relative(base, spec.subtract_if)) is not None):
+                count = max(count - spec.subtract * replicas, 0)
             templates.append(PodTemplate(name, pod_spec, spec_pointer, metadata, metadata_pointer, containers, count))
     return templates
 
