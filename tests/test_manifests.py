@@ -1,0 +1,425 @@
+"""The deployment as shipped: manifests/ rendered by real kustomize, checked against Kubernetes' schemas, against
+the kinds table, and against aiadmit's own policies (dogfooding).
+
+Rendering uses `kubectl kustomize` from the e2e build (tests/e2e/cluster/build.sh, pinned v1.34.4), or
+$AIADMIT_KUBECTL, or a kubectl on PATH; with none of them the tests fail rather than skip. Schemas come from
+kubernetes-validate (PyPI) for Kubernetes 1.34, in strict mode, so a misspelled field fails too. cert-manager's
+kinds are not in those schemas: they get structural checks of the fields this deployment relies on.
+"""
+
+from __future__ import annotations
+
+import base64
+import glob
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MANIFESTS = os.path.join(ROOT, "manifests")
+K8S_VERSION = "1.34.0"
+SHARED_CRDS = os.path.join(os.path.dirname(ROOT), "shared", "crds")
+NAMESPACE = "aiadmit-system"
+OVERLAYS = ("base", "overlays/dev", "overlays/cert-manager")
+# Resource names of the built-in pod-bearing kinds: an oracle independent of manifests/sync.py's plural rule.
+BUILTIN_RESOURCES = {
+    ("", "Pod"): "pods", ("", "PodTemplate"): "podtemplates", ("", "ReplicationController"): "replicationcontrollers",
+    ("apps", "Deployment"): "deployments", ("apps", "StatefulSet"): "statefulsets",
+    ("apps", "ReplicaSet"): "replicasets", ("apps", "DaemonSet"): "daemonsets",
+    ("batch", "Job"): "jobs", ("batch", "CronJob"): "cronjobs",
+}
+
+
+def _sync_module():
+    spec = importlib.util.spec_from_file_location("manifests_sync", os.path.join(MANIFESTS, "sync.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _find_kubectl() -> str:
+    explicit = os.environ.get("AIADMIT_KUBECTL")
+    if explicit:
+        return explicit
+    bin_dir = os.environ.get("AIADMIT_E2E_BIN_DIR")
+    if not bin_dir:
+        build = subprocess.run([os.path.join(ROOT, "tests", "e2e", "cluster", "build.sh")],
+                               capture_output=True, text=True)
+        lines = build.stdout.strip().splitlines()
+        bin_dir = lines[-1] if build.returncode == 0 and lines else None
+    if bin_dir and os.access(os.path.join(bin_dir, "kubectl"), os.X_OK):
+        return os.path.join(bin_dir, "kubectl")
+    found = shutil.which("kubectl")
+    if found:
+        return found
+    pytest.fail("no kubectl to render the manifests: run tests/e2e/cluster/build.sh (needs Go), or set "
+                "AIADMIT_KUBECTL / AIADMIT_E2E_BIN_DIR")
+
+
+@pytest.fixture(scope="session")
+def kubectl() -> str:
+    return _find_kubectl()
+
+
+@pytest.fixture(scope="session")
+def workdir(tmp_path_factory, kubectl):
+    """A copy of manifests/ whose dev overlay has certificates from the real `aiadmit certs generate`."""
+    root = tmp_path_factory.mktemp("deploy")
+    copy = root / "manifests"
+    shutil.copytree(MANIFESTS, copy, ignore=shutil.ignore_patterns("certs"))
+    certs = copy / "overlays" / "dev" / "certs"
+    _aiadmit("certs", "generate", "--out", str(certs), "--service", "aiadmit", "--namespace", NAMESPACE)
+    return copy
+
+
+def _aiadmit(*args: str) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "webhook", *args], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, f"aiadmit {' '.join(args)} exited {done.returncode}: {done.stderr}"
+    return done
+
+
+def render(kubectl: str, directory) -> tuple[str, list[dict]]:
+    done = subprocess.run([kubectl, "kustomize", str(directory)], capture_output=True, text=True)
+    assert done.returncode == 0, f"kubectl kustomize {directory} failed: {done.stderr}"
+    return done.stdout, [d for d in yaml.safe_load_all(done.stdout) if d]
+
+
+@pytest.fixture(scope="session")
+def rendered(kubectl, workdir) -> dict[str, list[dict]]:
+    return {name: render(kubectl, workdir / name)[1] for name in OVERLAYS}
+
+
+def one(objects: list[dict], kind: str, name: str | None = None) -> dict:
+    found = [o for o in objects if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
+    return found[0]
+
+
+def webhooks(objects: list[dict]) -> dict[str, list[dict]]:
+    return {kind: one(objects, kind)["webhooks"]
+            for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")}
+
+
+# ---------------------------------------------------------------------------------------------- generated parts
+def test_generated_parts_are_up_to_date():
+    stale = _sync_module().stale()
+    assert not stale, "stale generated files (run python3 manifests/sync.py): " + ", ".join(
+        os.path.relpath(p, ROOT) for p in stale)
+
+
+def test_webhook_rules_cover_the_kinds_table_exactly(rendered):
+    with open(os.path.join(ROOT, "webhook", "kinds.yaml"), encoding="utf-8") as handle:
+        table = [(e.get("group", ""), e["kind"]) for e in yaml.safe_load(handle)["kinds"]]
+    crd_plurals = {}
+    for path in glob.glob(os.path.join(SHARED_CRDS, "*", "*.yaml")):
+        with open(path, encoding="utf-8") as handle:
+            crd = yaml.load(handle, Loader=yaml.CSafeLoader)
+        crd_plurals[(crd["spec"]["group"], crd["spec"]["names"]["kind"])] = crd["spec"]["names"]["plural"]
+    expected = set()
+    for key in table:
+        resource = BUILTIN_RESOURCES.get(key) or crd_plurals.get(key)
+        assert resource, f"kind {key[1]} (group {key[0]!r}): neither a known built-in nor a CRD in {SHARED_CRDS}"
+        expected.add((key[0], resource))
+    for kind, hooks in webhooks(rendered["base"]).items():
+        want = expected | ({("autoscaling", "horizontalpodautoscalers")} if kind.startswith("Validating") else set())
+        (hook,) = hooks
+        got = set()
+        for rule in hook["rules"]:
+            assert rule["operations"] == ["CREATE", "UPDATE"], rule
+            assert rule["apiVersions"] == ["*"] and rule["scope"] == "*", rule
+            got |= {(group, resource) for group in rule["apiGroups"] for resource in rule["resources"]}
+        assert got == want, f"{kind}: missing {sorted(want - got)}, extra {sorted(got - want)}"
+
+
+# ---------------------------------------------------------------------------------------------- schemas
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_object_validates_against_kubernetes_schemas(rendered, overlay):
+    import kubernetes_validate  # a test dependency (pyproject's [test] extra)
+
+    problems = []
+    for obj in rendered[overlay]:
+        if obj["apiVersion"].startswith("cert-manager.io/"):
+            continue  # not a Kubernetes kind: test_cert_manager_overlay checks those
+        try:
+            kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            problems.append(f"{obj['kind']}/{obj['metadata']['name']}: {exc.message} at {list(exc.path)}")
+        except kubernetes_validate.SchemaNotFoundError as exc:
+            problems.append(f"{obj['kind']}/{obj['metadata']['name']}: no schema ({exc})")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_namespaced_objects_are_in_the_webhook_namespace(rendered, overlay):
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration",
+                      "MutatingWebhookConfiguration"}
+    for obj in rendered[overlay]:
+        want = None if obj["kind"] in cluster_scoped else NAMESPACE
+        assert obj["metadata"].get("namespace") == want, f"{obj['kind']}/{obj['metadata']['name']}"
+
+
+# ---------------------------------------------------------------------------------------------- webhooks
+def test_webhook_configurations_settings(rendered):
+    objects = rendered["base"]
+    service = one(objects, "Service", "aiadmit")
+    for kind, hooks in webhooks(objects).items():
+        (hook,) = hooks
+        mutating = kind.startswith("Mutating")
+        assert hook["admissionReviewVersions"] == ["v1"]
+        assert hook["sideEffects"] == "None"
+        assert hook["matchPolicy"] == "Equivalent"
+        assert 1 <= hook["timeoutSeconds"] <= 5, "short: every create waits this long when a replica hangs"
+        assert hook["failurePolicy"] == ("Ignore" if mutating else "Fail")
+        assert hook.get("reinvocationPolicy") == ("IfNeeded" if mutating else None)
+        assert "objectSelector" not in hook
+        (expression,) = hook["namespaceSelector"]["matchExpressions"]
+        assert expression["key"] == "kubernetes.io/metadata.name" and expression["operator"] == "NotIn"
+        assert {NAMESPACE, "kube-system"} <= set(expression["values"])
+        ref = hook["clientConfig"]["service"]
+        assert (ref["name"], ref["namespace"]) == (service["metadata"]["name"], service["metadata"]["namespace"])
+        assert ref["path"] == ("/mutate" if mutating else "/validate")
+        assert ref["port"] in [p["port"] for p in service["spec"]["ports"]] and ref["port"] == 443
+
+
+def test_config_excludes_what_the_webhooks_never_send(rendered):
+    """The namespaceSelector and the config agree, so an audit says what the webhook would do."""
+    from webhook.config import load_config
+
+    config = load_config(None, NAMESPACE)
+    for hook in (h for hooks in webhooks(rendered["base"]).values() for h in hooks):
+        for namespace in hook["namespaceSelector"]["matchExpressions"][0]["values"]:
+            assert config.excluded(namespace), namespace
+
+
+# ---------------------------------------------------------------------------------------------- deployment
+def test_deployment_is_available_and_hardened(rendered):
+    objects = rendered["base"]
+    deployment = one(objects, "Deployment", "aiadmit")
+    spec, pod = deployment["spec"], deployment["spec"]["template"]["spec"]
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert spec["replicas"] >= 2 and spec["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    spread = {c["topologyKey"]: c for c in pod["topologySpreadConstraints"]}
+    assert spread["kubernetes.io/hostname"]["whenUnsatisfiable"] == "DoNotSchedule"
+    pdb = one(objects, "PodDisruptionBudget", "aiadmit")
+    assert pdb["spec"]["minAvailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert pod["priorityClassName"] == "system-cluster-critical"
+    quota = one(objects, "ResourceQuota")
+    assert quota["spec"]["scopeSelector"]["matchExpressions"][0]["values"] == ["system-cluster-critical"]
+    assert pod["securityContext"]["runAsNonRoot"] and pod["securityContext"]["runAsUser"] == 65532
+    assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    assert pod["automountServiceAccountToken"] is False
+    (container,) = pod["containers"]
+    context = container["securityContext"]
+    assert context["readOnlyRootFilesystem"] and context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"] == {"drop": ["ALL"]}
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+        assert container[probe]["httpGet"]["scheme"] == "HTTPS"
+    env = {e["name"]: e for e in container["env"]}
+    assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    args = dict(a.lstrip("-").partition("=")[::2] for a in container["args"])
+    timeout = min(h[0]["timeoutSeconds"] for h in webhooks(objects).values())
+    assert float(args["budget"]) < timeout, "the server must answer before the API server gives up"
+    grace = container["lifecycle"]["preStop"]["sleep"]["seconds"] + float(args["graceful-timeout"])
+    assert grace < pod["terminationGracePeriodSeconds"], "drain within the grace period"
+    assert {"cpu", "memory", "ephemeral-storage"} <= set(container["resources"]["requests"])
+    assert "memory" in container["resources"]["limits"]
+    service = one(objects, "Service", "aiadmit")
+    assert service["spec"]["selector"].items() <= labels.items()
+    assert service["spec"]["ports"][0]["targetPort"] in [p["name"] for p in container["ports"]]
+    policy = one(objects, "NetworkPolicy", "aiadmit")
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+    assert {"protocol": "TCP", "port": 8443} in policy["spec"]["ingress"][0]["ports"]
+
+
+def _mounts(objects: list[dict]) -> dict[str, tuple[str, dict]]:
+    """Mount path -> (volume kind, volume) of the webhook container."""
+    pod = one(objects, "Deployment", "aiadmit")["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    out = {}
+    for mount in pod["containers"][0]["volumeMounts"]:
+        assert "subPath" not in mount, "subPath mounts never see ConfigMap/Secret updates"
+        volume = volumes[mount["name"]]
+        out[mount["mountPath"]] = next((k, v) for k, v in volume.items() if k != "name")
+    return out
+
+
+@pytest.mark.parametrize("overlay", ["overlays/dev", "overlays/cert-manager"])
+def test_server_arguments_point_at_mounted_files(rendered, overlay):
+    objects = rendered[overlay]
+    container = one(objects, "Deployment", "aiadmit")["spec"]["template"]["spec"]["containers"][0]
+    args = dict(a.lstrip("-").partition("=")[::2] for a in container["args"])
+    mounts = _mounts(objects)
+    assert args["port"] == "8443" and container["ports"][0]["containerPort"] == 8443
+    secret = mounts[os.path.dirname(args["cert-file"])][1]["secretName"]
+    assert os.path.dirname(args["key-file"]) == os.path.dirname(args["cert-file"])
+    if overlay.endswith("dev"):
+        data = one(objects, "Secret", secret)["data"]
+        assert {"tls.crt", "tls.key"} <= set(data) and "ca.key" not in data
+    else:
+        certificate = next(o for o in objects if o["kind"] == "Certificate" and o["spec"]["secretName"] == secret)
+        assert certificate["metadata"]["name"] == "aiadmit-serving"
+    config_map = mounts[os.path.dirname(args["config"])][1]["name"]
+    assert os.path.basename(args["config"]) in one(objects, "ConfigMap", config_map)["data"]
+    assert mounts[args["policies"]][0] == "configMap"
+    assert mounts["/tmp"][0] == "emptyDir"
+    token = mounts["/var/run/secrets/kubernetes.io/serviceaccount"][1]
+    assert {"serviceAccountToken", "configMap", "downwardAPI"} == {k for s in token["sources"] for k in s}
+
+
+def test_rbac_is_read_only_and_exactly_what_the_live_context_watches(rendered):
+    """Every cache of webhook/livefacts.py must be granted (else /readyz never passes), and nothing more."""
+    from webhook.livefacts import LiveFacts
+
+    needed = set()
+    for cache in LiveFacts().caches.values():
+        group = cache.api_version.rpartition("/")[0]
+        needed.add((group, cache.name))
+    role = one(rendered["base"], "ClusterRole", "aiadmit")
+    granted = set()
+    for rule in role["rules"]:
+        assert rule["verbs"] == ["get", "list", "watch"], rule
+        granted |= {(g, r) for g in rule["apiGroups"] for r in rule["resources"]}
+    assert granted == needed, f"missing {sorted(needed - granted)}, not needed {sorted(granted - needed)}"
+    binding = one(rendered["base"], "ClusterRoleBinding", "aiadmit")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "aiadmit", "namespace": NAMESPACE}]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert not any(o["kind"] in ("Role", "RoleBinding") for o in rendered["base"])
+
+
+# ---------------------------------------------------------------------------------------------- certificates
+def _pem_of(bundle: str) -> bytes:
+    return base64.b64decode("".join(bundle.split()))
+
+
+def test_dev_overlay_injects_its_own_ca(rendered, workdir):
+    from cryptography import x509
+
+    ca_pem = (workdir / "overlays" / "dev" / "certs" / "ca.crt").read_bytes()
+    objects = rendered["overlays/dev"]
+    for kind, hooks in webhooks(objects).items():
+        for hook in hooks:
+            assert _pem_of(hook["clientConfig"]["caBundle"]) == ca_pem, kind
+    secret = next(o for o in objects if o["kind"] == "Secret")
+    assert secret["type"] == "kubernetes.io/tls"
+    assert _pem_of(secret["data"]["ca.crt"]) == ca_pem
+    serving = x509.load_pem_x509_certificate(_pem_of(secret["data"]["tls.crt"]))
+    serving.verify_directly_issued_by(x509.load_pem_x509_certificate(ca_pem))
+    names = serving.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
+        x509.DNSName)
+    assert f"aiadmit.{NAMESPACE}.svc" in names
+
+
+def test_dev_overlay_refuses_to_render_without_certificates(kubectl, tmp_path):
+    shutil.copytree(MANIFESTS, tmp_path / "manifests", ignore=shutil.ignore_patterns("certs"))
+    done = subprocess.run([kubectl, "kustomize", str(tmp_path / "manifests" / "overlays" / "dev")],
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "certs/tls.crt" in done.stderr, done.stderr
+
+
+def test_certs_inject_fills_both_webhook_configurations_of_a_rendered_base(kubectl, tmp_path):
+    """The documented flow without kustomize overlays: render, generate + --inject, apply with a TLS Secret."""
+    text, before = render(kubectl, os.path.join(MANIFESTS, "base"))
+    target = tmp_path / "aiadmit.yaml"
+    target.write_text(text)
+    out = _aiadmit("certs", "generate", "--out", str(tmp_path / "certs"), "--service", "aiadmit",
+                   "--namespace", NAMESPACE, "--inject", str(target))
+    assert "injected caBundle into 2 webhook(s)" in out.stdout  # one per configuration
+    after = [d for d in yaml.safe_load_all(target.read_text()) if d]
+    ca_pem = (tmp_path / "certs" / "ca.crt").read_bytes()
+    assert len(after) == len(before)
+    for old, new in zip(before, after):
+        if new["kind"].endswith("WebhookConfiguration"):
+            assert all(_pem_of(h["clientConfig"].pop("caBundle")) == ca_pem for h in new["webhooks"])
+        assert new == old, f"{new['kind']}/{new['metadata']['name']} changed beyond caBundle"
+
+
+def test_cert_manager_overlay(rendered):
+    objects = rendered["overlays/cert-manager"]
+    issuers = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Issuer"}
+    certificates = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Certificate"}
+    for hook_config in (one(objects, k) for k in webhooks(objects)):
+        annotation = hook_config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
+        namespace, name = annotation.split("/")
+        assert namespace == NAMESPACE and name in certificates
+        assert all("caBundle" not in h["clientConfig"] for h in hook_config["webhooks"])
+    serving = certificates["aiadmit-serving"]["spec"]
+    assert f"aiadmit.{NAMESPACE}.svc" in serving["dnsNames"] and "server auth" in serving["usages"]
+    for certificate in certificates.values():
+        ref = certificate["spec"]["issuerRef"]
+        assert ref["kind"] == "Issuer" and ref["name"] in issuers and ref["group"] == "cert-manager.io"
+        assert certificate["spec"]["secretName"]
+    ca_issuer_secrets = {i["spec"]["ca"]["secretName"] for i in issuers.values() if "ca" in i["spec"]}
+    assert ca_issuer_secrets == {c["spec"]["secretName"] for c in certificates.values() if c["spec"].get("isCA")}
+
+
+# ---------------------------------------------------------------------------------------------- dogfooding
+def _engine_from_config_maps(objects: list[dict], tmp_path):
+    """The engine exactly as a replica loads it: config and policies from the rendered ConfigMaps' data."""
+    from webhook.engine import Engine
+
+    mounts = _mounts(objects)
+    container = one(objects, "Deployment", "aiadmit")["spec"]["template"]["spec"]["containers"][0]
+    args = dict(a.lstrip("-").partition("=")[::2] for a in container["args"])
+    paths = {}
+    for flag in ("config", "policies"):
+        directory = args[flag] if flag == "policies" else os.path.dirname(args[flag])
+        config_map = one(objects, "ConfigMap", mounts[directory][1]["name"])
+        local = tmp_path / flag
+        local.mkdir()
+        for key, value in config_map["data"].items():
+            (local / key).write_text(value)
+        paths[flag] = str(local / os.path.basename(args[flag])) if flag == "config" else str(local)
+    return Engine.load([paths["policies"]], paths["config"], NAMESPACE)
+
+
+def _audit(engine, objects: list[dict], label: str):
+    from webhook.audit import audit_resources
+    from webhook.sources import load_text
+
+    loaded = load_text(yaml.safe_dump_all(objects, sort_keys=False), label)
+    assert not loaded.errors, loaded.errors
+    return audit_resources(engine, loaded.resources)
+
+
+def test_dogfood_our_deployment_passes_our_policies(rendered, tmp_path):
+    objects = rendered["overlays/dev"]
+    engine = _engine_from_config_maps(objects, tmp_path)
+    # In aiadmit-system nothing is checked (the namespace is excluded); evaluate the same objects as if they ran
+    # in an ordinary namespace, where every policy of the bundle gets its say.
+    moved = [dict(o, metadata=dict(o["metadata"], namespace="dogfood")) if o["metadata"].get("namespace") else o
+             for o in objects]
+    result = _audit(engine, moved, "rendered overlays/dev")
+    assert not result.errors, [e.as_dict() for e in result.errors]
+    blocking = [f.as_dict() for f in result.findings if f.action == "deny" and f.result in ("fail", "error")]
+    assert not blocking, blocking
+
+
+def test_dogfood_deployment_would_pass_as_an_untrusted_ai_workload(rendered, tmp_path):
+    """Stronger self-check: labelled as an untrusted inference workload, the webhook's own pod still declares its
+    resources, is hardened and has a real readiness probe. Only the policies about a pod's own hygiene are asked:
+    a model-load startup budget (600 s), a gVisor sandbox or an AI priority class are not meant for a
+    control-plane component, and it fails those on purpose (startup-budget, untrusted-sandbox)."""
+    objects = rendered["overlays/dev"]
+    engine = _engine_from_config_maps(objects, tmp_path)
+    deployment = one(objects, "Deployment", "aiadmit")
+    labels = {"aiadmit.dev/role": "inference", "aiadmit.dev/tier": "untrusted"}
+    labelled = dict(deployment, metadata=dict(deployment["metadata"], namespace="dogfood",
+                                              labels={**deployment["metadata"]["labels"], **labels}))
+    hygiene = {"resources-declared", "untrusted-hardening", "devices-declared", "hugepages-consistent",
+               "semantic-readiness"}
+    result = _audit(engine, [labelled], "labelled Deployment")
+    (evaluation,) = result.evaluations
+    assert {"untrusted", "inference"} <= evaluation.classes
+    in_bundle = hygiene & set(engine.by_id)
+    assert "resources-declared" in in_bundle
+    assert in_bundle <= set(evaluation.policies), f"did not apply: {in_bundle - set(evaluation.policies)}"
+    failing = [f.as_dict() for f in result.findings if f.policy in hygiene and f.result in ("fail", "error")]
+    assert not failing, failing
