@@ -300,7 +300,7 @@ def mutate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None) 
     outcome = allow(request, "patched", response_warnings, problems=problems)
     outcome.response["patchType"] = "JSONPatch"
     outcome.response["patch"] = base64.b64encode(
-        json.dumps(mutation.operations, separators=(",", ":")).encode()).decode("ascii")
+        json.dumps(mutation.operations, separators=(",", ":"), sort_keys=True).encode()).decode("ascii")
     outcome.patched_policies = sorted(mutation.by_policy)
     return outcome
 

@@ -1,0 +1,342 @@
+"""webhook/admission.py: reviews in, responses out, with the real engine and the built-in policies."""
+
+import base64
+import copy
+import json
+import textwrap
+
+import jsonpatch
+import pytest
+
+from serverproc import make_review
+from webhook import admission
+from webhook.config import load_config
+from webhook.engine import Engine
+from webhook.facts import OfflineFacts
+from webhook.policy import BUILTIN_POLICY_DIR, load_policies
+from webhook.resource import Resource
+
+IMAGE = "registry.example/train@sha256:0d7c2a3c4b0e9e5f1b8c6d9a2f3e4d5c6b7a8f9e0d1c2b3a4f5e6d7c8b9a0f1e"
+
+
+def gpu_pod(name="train", namespace="ml", shm=True, owner=None, env=None):
+    container = {"name": "train", "image": IMAGE,
+                 "resources": {"requests": {"cpu": "8", "memory": "32Gi", "ephemeral-storage": "50Gi"},
+                               "limits": {"nvidia.com/gpu": 1, "memory": "32Gi"}}}
+    spec = {"containers": [container]}
+    if shm:
+        spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}}]
+        container["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    if env:
+        container["env"] = env
+    meta = {"name": name, "namespace": namespace}
+    if owner:
+        meta["ownerReferences"] = [owner]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def deployment(shm=True, replicas=2):
+    pod = gpu_pod(shm=shm)
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "serve", "namespace": "ml"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "serve"}},
+                     "template": {"metadata": {"labels": {"app": "serve"}}, "spec": pod["spec"]}}}
+
+
+OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "serve-7d9f", "uid": "1d0b6a62-2222-4c52-9d4e-0b1e",
+         "controller": True, "blockOwnerDeletion": True}
+RS_CONTROLLER = "system:serviceaccount:kube-system:replicaset-controller"
+
+
+def engine_with(tmp_path=None, config_text=None):
+    path = None
+    if config_text is not None:
+        path = tmp_path / "config.yaml"
+        path.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\n" + textwrap.dedent(config_text))
+    config = load_config(str(path) if path else None)
+    return Engine(load_policies([BUILTIN_POLICY_DIR], config.params()), config)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return engine_with()
+
+
+def request_of(review):
+    return admission.parse(json.dumps(review).encode())
+
+
+def policies_denied(outcome):
+    return outcome.denied_policies
+
+
+# ---------------------------------------------------------------------- parse
+@pytest.mark.parametrize("body, reason", [
+    (b"{not json", "not valid JSON"),
+    (b"[1, 2]", "got a JSON list"),
+    (b"{}", "expected kind AdmissionReview"),
+    (b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}', "no request"),
+    (b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"operation": "CREATE"}}',
+     "request.uid"),
+    (b'{"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": {"uid": "u"}}',
+     "admissionReviewVersions: [v1]"),
+    (b"[" * 20000 + b"]" * 20000, "nests too deeply"),
+    (b"\xff\xfe", "not valid JSON"),
+])
+def test_parse_refuses_what_is_not_a_v1_review(body, reason):
+    with pytest.raises(admission.ReviewError) as caught:
+        admission.parse(body)
+    assert reason in caught.value.reason and caught.value.status == 400
+
+
+# ---------------------------------------------------------------------- validate
+def test_deny_lists_each_failed_policy_once_with_403(engine):
+    review = json.load(open("examples/pytorchjob-gpu.json"))
+    outcome = admission.validate(engine, request_of(review))
+    response = outcome.response
+    assert response["uid"] == review["request"]["uid"] and response["allowed"] is False
+    assert response["status"]["code"] == 403
+    lines = response["status"]["message"].splitlines()
+    assert lines[0].startswith("aiadmit denied PyTorchJob team-a/pytorch-simple")
+    ids = [line.split(":", 1)[0] for line in lines[1:]]
+    assert sorted(ids) == sorted(set(ids)) == outcome.denied_policies
+    assert {"shm-sized", "resources-declared"} <= set(ids)
+    assert all(len(line) <= admission.DENY_LINE_RUNES for line in lines[1:])
+
+
+def test_compliant_object_is_allowed_without_warnings(engine):
+    outcome = admission.validate(engine, request_of(make_review(gpu_pod())))
+    assert outcome.response == {"uid": outcome.uid, "allowed": True}
+    assert outcome.outcome == "allowed"
+
+
+def test_warn_action_becomes_a_warning(tmp_path):
+    engine = engine_with(tmp_path, "policies:\n  shm-sized: {action: warn}\n")
+    outcome = admission.validate(engine, request_of(make_review(gpu_pod(shm=False))))
+    assert outcome.response["allowed"] is True and outcome.outcome == "warned"
+    assert any(w.startswith("shm-sized: ") for w in outcome.response["warnings"])
+
+
+def test_warnings_respect_the_api_server_limits():
+    texts = [f"policy-{i}: line one\nline\ttwo " + "x" * 400 for i in range(60)] + ["dup", "dup"]
+    fitted = admission.fit_warnings(texts)
+    assert all(len(w) <= admission.WARNING_RUNES for w in fitted)
+    assert sum(map(len, fitted)) <= admission.WARNINGS_TOTAL_RUNES
+    assert not any(c in w for w in fitted for c in "\n\t\r")
+    assert fitted[-1].startswith("aiadmit: ") and "more warning(s) not shown" in fitted[-1]
+    shown = len(fitted) - 1
+    assert fitted[-1] == f"aiadmit: {61 - shown} more warning(s) not shown"
+    assert admission.fit_warnings(["a", "a", "b"]) == ["a", "b"]
+
+
+@pytest.mark.parametrize("operation, sub", [("DELETE", None), ("CONNECT", None), ("UPDATE", "status"),
+                                            ("UPDATE", "scale"), ("CREATE", "eviction")])
+def test_delete_connect_and_subresources_are_admitted_at_once(engine, operation, sub):
+    review = make_review(gpu_pod(shm=False), operation=operation, old=gpu_pod(shm=False), sub_resource=sub)
+    for run in (admission.validate, admission.mutate):
+        outcome = run(engine, request_of(review))
+        assert outcome.response == {"uid": review["request"]["uid"], "allowed": True}
+        assert outcome.outcome == "skipped"
+
+
+def test_update_demotes_pre_existing_violations_to_warnings(engine):
+    old = gpu_pod(shm=False)
+    new = copy.deepcopy(old)
+    new["metadata"]["labels"] = {"team": "vision"}
+    outcome = admission.validate(engine, request_of(make_review(new, "UPDATE", old)))
+    assert outcome.response["allowed"] is True
+    assert any("already present before this update" in w and w.startswith("shm-sized")
+               for w in outcome.response["warnings"])
+
+
+def test_update_denies_only_new_violations(engine):
+    old = gpu_pod(shm=True)
+    new = copy.deepcopy(old)
+    del new["spec"]["containers"][0]["resources"]["requests"]["ephemeral-storage"]  # new violation
+    old["metadata"]["annotations"] = {"note": "x"}
+    outcome = admission.validate(engine, request_of(make_review(new, "UPDATE", old)))
+    assert outcome.response["allowed"] is False
+    assert outcome.denied_policies == ["resources-declared"]
+
+
+def test_update_without_old_object_is_checked_like_a_create(engine):
+    outcome = admission.validate(engine, request_of(make_review(gpu_pod(shm=False), "UPDATE", None)))
+    assert outcome.response["allowed"] is False and "shm-sized" in outcome.denied_policies
+
+
+def test_trusted_controller_creating_an_owned_pod_gets_warnings(engine):
+    pod = gpu_pod(shm=False, owner=OWNER)
+    outcome = admission.validate(engine, request_of(make_review(pod, username=RS_CONTROLLER)))
+    assert outcome.response["allowed"] is True
+    assert any("owner admitted by its controller" in w for w in outcome.response["warnings"])
+
+
+def test_a_forged_owner_reference_does_not_help_a_user(engine):
+    pod = gpu_pod(shm=False, owner=OWNER)
+    outcome = admission.validate(engine, request_of(make_review(pod, username="mallory@example.com")))
+    assert outcome.response["allowed"] is False and "shm-sized" in outcome.denied_policies
+
+
+def test_trusted_controller_without_controller_owner_is_checked(engine):
+    owner = {**OWNER, "controller": False}
+    for pod in (gpu_pod(shm=False), gpu_pod(shm=False, owner=owner)):
+        outcome = admission.validate(engine, request_of(make_review(pod, username=RS_CONTROLLER)))
+        assert outcome.response["allowed"] is False
+
+
+def test_trusted_controllers_come_from_config(tmp_path):
+    engine = engine_with(tmp_path, "trustedControllers: ['system:serviceaccount:ops:*-operator']\n")
+    pod = gpu_pod(shm=False, owner=OWNER)
+    allowed = admission.validate(engine, request_of(make_review(pod, username="system:serviceaccount:ops:x-operator")))
+    denied = admission.validate(engine, request_of(make_review(pod, username="system:serviceaccount:dev:x-operator")))
+    assert allowed.response["allowed"] is True and denied.response["allowed"] is False
+    # the defaults are kept (lists extend the built-in config)
+    assert RS_CONTROLLER in engine.config.trusted_controllers
+
+
+def test_dry_run_gets_the_same_answer(engine):
+    review = make_review(gpu_pod(shm=False), uid="same-uid")
+    dry = make_review(gpu_pod(shm=False), uid="same-uid", dry_run=True)
+    for run in (admission.validate, admission.mutate):
+        wet_outcome, dry_outcome = run(engine, request_of(review)), run(engine, request_of(dry))
+        assert wet_outcome.response == dry_outcome.response
+        assert dry_outcome.dry_run is True
+
+
+def test_exception_from_config_admits_and_an_expired_one_is_reported(tmp_path):
+    engine = engine_with(tmp_path, """
+        exceptions:
+          - {name: shm-legacy, policies: [shm-sized], namespaces: [ml], names: [legacy-*], reason: migrating}
+          - {name: old, policies: [shm-sized], namespaces: [ml], names: [train], reason: gone,
+             expires: "2020-01-01"}
+    """)
+    legacy = admission.validate(engine, request_of(make_review(gpu_pod("legacy-1", shm=False))))
+    assert legacy.response["allowed"] is True
+    expired = admission.validate(engine, request_of(make_review(gpu_pod("train", shm=False))))
+    assert expired.response["allowed"] is False
+    assert any("expired" in w for w in expired.response["warnings"])
+
+
+def namespace(name, labels):
+    return Resource({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+
+
+@pytest.mark.parametrize("level, allowed, warned", [("warn", True, True), ("audit", True, False),
+                                                    ("deny", False, False)])
+def test_namespace_enforcement_label_lowers_actions(engine, level, allowed, warned):
+    facts = OfflineFacts([namespace("ml", {"aiadmit.dev/enforcement": level})])
+    outcome = admission.validate(engine, request_of(make_review(gpu_pod(shm=False))), facts)
+    assert outcome.response["allowed"] is allowed
+    assert bool(outcome.response.get("warnings")) is warned
+
+
+def test_annotation_exemption_only_where_config_allows(tmp_path):
+    pod = gpu_pod(shm=False)
+    pod["metadata"]["annotations"] = {"aiadmit.dev/exempt": "shm-sized"}
+    strict = admission.validate(engine_with(), request_of(make_review(pod)))
+    assert strict.response["allowed"] is False
+    lenient = engine_with(tmp_path, "annotationExemptable: [shm-sized]\n")
+    assert admission.validate(lenient, request_of(make_review(pod))).response["allowed"] is True
+
+
+# ---------------------------------------------------------------------- broken objects
+def test_null_object_is_answered_as_a_review(engine):
+    review = make_review(None)
+    review["request"]["kind"] = {"group": "", "version": "v1", "kind": "Pod"}
+    outcome = admission.validate(engine, request_of(review))
+    assert outcome.response["allowed"] is False and outcome.response["status"]["code"] == 400
+    mutated = admission.mutate(engine, request_of(review))
+    assert mutated.response == {"uid": review["request"]["uid"], "allowed": True}
+
+
+def test_containers_as_a_string_is_refused_with_the_field(engine):
+    pod = gpu_pod()
+    pod["spec"]["containers"] = "train"
+    outcome = admission.validate(engine, request_of(make_review(pod)))
+    assert outcome.response["allowed"] is False and outcome.response["status"]["code"] == 400
+    assert "spec.containers" in outcome.response["status"]["message"]
+    assert admission.mutate(engine, request_of(make_review(pod))).response["allowed"] is True
+
+
+def test_unknown_kind_is_admitted(engine):
+    obj = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "ml"},
+           "spec": {"containers": "whatever"}}
+    outcome = admission.validate(engine, request_of(make_review(obj)))
+    assert outcome.response == {"uid": outcome.uid, "allowed": True}
+
+
+def test_unsupported_operation_is_refused(engine):
+    review = make_review(gpu_pod(), operation="PATCH")
+    assert admission.validate(engine, request_of(review)).response["status"]["code"] == 400
+
+
+# ---------------------------------------------------------------------- mutate
+def decode_patch(response):
+    assert response["patchType"] == "JSONPatch"
+    return json.loads(base64.b64decode(response["patch"]))
+
+
+def test_mutation_applies_and_is_idempotent(engine):
+    review = json.load(open("examples/pytorchjob-gpu.json"))
+    outcome = admission.mutate(engine, request_of(review))
+    assert outcome.outcome == "patched" and "shm-sized" in outcome.patched_policies
+    patched = jsonpatch.apply_patch(review["request"]["object"], decode_patch(outcome.response))
+    again = admission.mutate(engine, request_of(make_review(patched)))
+    assert "patch" not in again.response and "patchType" not in again.response
+    after = admission.validate(engine, request_of(make_review(patched)))
+    assert "shm-sized" not in after.denied_policies
+
+
+def test_nothing_to_change_means_no_patch(engine):
+    outcome = admission.mutate(engine, request_of(make_review(gpu_pod())))
+    assert outcome.response == {"uid": outcome.uid, "allowed": True}
+
+
+def test_mutate_never_patches_a_pod_update(engine):
+    old = gpu_pod(shm=False)
+    new = copy.deepcopy(old)
+    new["metadata"]["labels"] = {"a": "b"}
+    outcome = admission.mutate(engine, request_of(make_review(new, "UPDATE", old)))
+    assert "patch" not in outcome.response
+
+
+def test_mutate_update_only_when_the_template_changes(engine):
+    old = deployment(shm=False)
+    scaled = copy.deepcopy(old)
+    scaled["spec"]["replicas"] = 5
+    assert "patch" not in admission.mutate(engine, request_of(make_review(scaled, "UPDATE", old))).response
+    changed = copy.deepcopy(old)
+    changed["spec"]["template"]["spec"]["containers"][0]["image"] = IMAGE.replace("train@", "train2@")
+    response = admission.mutate(engine, request_of(make_review(changed, "UPDATE", old))).response
+    patched = jsonpatch.apply_patch(changed, decode_patch(response))
+    assert any(v["name"] == "dshm" for v in patched["spec"]["template"]["spec"]["volumes"])
+
+
+@pytest.mark.parametrize("ops, why", [
+    ([{"op": "add", "path": "/spec/missing/volumes", "value": []}], "parent does not exist"),
+    ([{"op": "remove", "path": "/spec"}], "only well-formed 'add'"),
+    ([{"op": "add", "path": "/spec/containers/5", "value": {}}], "index out of range"),
+    ([{"op": "add", "path": "spec", "value": 1}], "not a JSON pointer"),
+    ([{"op": "add", "path": "/metadata/name/x", "value": 1}], "neither object nor array"),
+])
+def test_check_patch_refuses_what_would_not_apply(ops, why):
+    assert why in admission.check_patch(gpu_pod(), ops)
+
+
+def test_check_patch_agrees_with_jsonpatch_and_the_expected_result():
+    doc = gpu_pod(shm=False)
+    ops = [{"op": "add", "path": "/spec/volumes", "value": [{"name": "v"}]},
+           {"op": "add", "path": "/spec/volumes/-", "value": {"name": "w"}},
+           {"op": "add", "path": "/metadata/labels", "value": {"a/b": "c"}},
+           {"op": "add", "path": "/metadata/labels/d~1e", "value": "f"}]
+    expected = jsonpatch.apply_patch(doc, copy.deepcopy(ops))  # jsonpatch links values into the result
+    assert admission.check_patch(doc, ops, expected) is None
+    assert "does not give" in admission.check_patch(doc, ops, doc)
+
+
+# ---------------------------------------------------------------------- error outcome
+def test_internal_errors_fail_closed_on_validate_and_open_on_mutate():
+    request = request_of(make_review(gpu_pod()))
+    validate = admission.error_outcome(request, "validate", "boom")
+    assert validate.response["allowed"] is False and validate.response["status"]["code"] == 500
+    mutate = admission.error_outcome(request, "mutate", "boom")
+    assert mutate.response["allowed"] is True and "patch" not in mutate.response
