@@ -1,0 +1,244 @@
+"""Every `--format` of `aiadmit audit` on real corpus manifests: shape, coordinates, exit codes.
+
+SARIF is validated against the published SARIF 2.1.0 schema (tests/data); JUnit
+is parsed as XML; PolicyReports are read back as YAML and measured in bytes.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+import yaml
+from jsonschema import Draft7Validator, FormatChecker
+
+from webhook.audit import audit_paths
+from webhook.engine import Engine
+from webhook.reports import FORMATS, render
+from webhook.reports.policyreport import build_reports
+
+HERE = os.path.dirname(__file__)
+CORPUS = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "corpus"))
+SARIF_SCHEMA = os.path.join(HERE, "data", "sarif-schema-2.1.0.json")
+GPU_OPERATOR = os.path.join(CORPUS, "NVIDIA__gpu-operator")
+DRA_MULTI = os.path.join(CORPUS, "NVIDIA__k8s-dra-driver-gpu", "demo__specs__quickstart__v1__gpu-test1.yaml")
+UNPARSEABLE = os.path.join(CORPUS, "_unparseable")
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return Engine.load()
+
+
+@pytest.fixture(scope="module")
+def corpus_result(engine):
+    return audit_paths(engine, [CORPUS])
+
+
+def aiadmit(*args, stdin=None, cwd=None):
+    return subprocess.run([sys.executable, "-m", "webhook", *args], input=stdin, capture_output=True, text=True,
+                          timeout=300, cwd=cwd)
+
+
+def test_every_format_renders_the_whole_corpus(engine, corpus_result):
+    assert set(FORMATS) == {"text", "json", "sarif", "junit", "policyreport"}
+    assert corpus_result.findings, "the corpus has findings; a report of nothing proves nothing"
+    for name in FORMATS:
+        assert render(name, corpus_result, engine).strip(), name
+
+
+# ---------------------------------------------------------------------- SARIF
+def test_sarif_of_the_corpus_validates_against_the_sarif_2_1_0_schema(engine, corpus_result):
+    with open(SARIF_SCHEMA, encoding="utf-8") as handle:
+        validator = Draft7Validator(json.load(handle), format_checker=FormatChecker())
+    document = json.loads(render("sarif", corpus_result, engine))
+    errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
+    assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:10])
+    # and the schema is strict enough to catch a broken log
+    broken = json.loads(json.dumps(document))
+    broken["runs"][0]["results"][0]["level"] = "fatal"
+    assert list(validator.iter_errors(broken))
+
+
+def test_sarif_carries_rule_metadata_and_line_column_locations(engine, corpus_result):
+    run = json.loads(render("sarif", corpus_result, engine))["runs"][0]
+    rules = {rule["id"]: rule for rule in run["tool"]["driver"]["rules"]}
+    assert set(rules) == set(engine.by_id)
+    for policy_id, rule in rules.items():
+        policy = engine.by_id[policy_id]
+        assert rule["shortDescription"]["text"] == policy.summary
+        assert rule["help"]["text"].startswith(" ".join(policy.remediation.split())[:40])
+        assert rule["properties"]["docs"] == policy.docs
+        assert rule["defaultConfiguration"]["level"] in ("error", "warning", "note")
+    as_json = {(f["policy"], f["rule"], f["file"], f["path"], f["resource"]["name"]): (f["line"], f["column"])
+               for f in json.loads(render("json", corpus_result, engine))["findings"]}
+    assert len(run["results"]) == len(corpus_result.findings)
+    for result in run["results"]:
+        assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
+        physical = result["locations"][0]["physicalLocation"]
+        region = physical["region"]
+        assert region["startLine"] >= 1 and region["startColumn"] >= 1
+        key = (result["ruleId"], result["properties"]["rule"], physical["artifactLocation"]["uri"][len("file://"):],
+               result["properties"]["path"], result["properties"]["resource"]["name"])
+        assert as_json[key] == (region["startLine"], region["startColumn"])
+
+
+def test_sarif_relative_paths_stay_relative_and_errors_are_notifications(engine, tmp_path):
+    shutil.copytree(GPU_OPERATOR, tmp_path / "k8s")
+    shutil.copytree(UNPARSEABLE, tmp_path / "bad")
+    result = aiadmit("audit", "--format", "sarif", "k8s", "bad", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    run = json.loads(result.stdout)["runs"][0]
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in run["results"]}
+    assert uris == {"k8s/tests__gpu-pod.yaml", "k8s/tests__plugin-test.yaml"}
+    invocation = run["invocations"][0]
+    assert invocation["executionSuccessful"] is False
+    notice = invocation["toolExecutionNotifications"][0]
+    assert notice["level"] == "error" and "YAML" in notice["message"]["text"]
+    assert notice["locations"][0]["physicalLocation"]["region"]["startLine"] == 37
+
+
+# ---------------------------------------------------------------------- JUnit
+def _cases(xml_text):
+    root = ET.fromstring(xml_text)
+    assert root.tag == "testsuites"
+    return root, [(suite.get("name"), case) for suite in root for case in suite]
+
+
+def test_junit_has_one_testcase_per_resource_and_policy(engine, corpus_result):
+    root, cases = _cases(render("junit", corpus_result, engine))
+    expected = sum(len(set(e.policies) | {f.policy for f in e.findings}) for e in corpus_result.evaluations)
+    policy_cases = [c for _, c in cases if c.get("name") != "input"]
+    assert len(policy_cases) == expected > 0
+    keys = [(suite, c.get("classname"), c.get("name")) for suite, c in cases if c.get("name") != "input"]
+    assert len(keys) == len(set(keys)), "a resource and policy appear twice"
+    failing = {(e.resource.origin.file, e.resource.describe(), f.policy)
+               for e in corpus_result.evaluations for f in e.findings if f.action == "deny" and f.result == "fail"}
+    failed = {(suite, c.get("classname"), c.get("name")) for suite, c in cases if c.find("failure") is not None}
+    assert failed == failing
+    assert int(root.get("failures")) == len(failed)
+    assert int(root.get("tests")) == len(cases)
+    inputs = [c for _, c in cases if c.get("name") == "input"]
+    assert len(inputs) == 1 and inputs[0].find("error") is not None  # the unparseable file
+
+
+def test_junit_failures_follow_fail_on(engine, corpus_result):
+    _, cases = _cases(render("junit", corpus_result, engine, fail_on="never"))
+    assert not [c for _, c in cases if c.find("failure") is not None]
+    listed = [c for _, c in cases if c.find("system-out") is not None]
+    assert listed, "findings below --fail-on must still be listed"
+    texts = "\n".join(c.find("system-out").text for c in listed)
+    assert "[deny, fail]" in texts and ".yaml:" in texts
+
+
+# ---------------------------------------------------------------------- PolicyReport
+def test_policyreport_objects_per_namespace(engine, corpus_result):
+    documents = list(yaml.safe_load_all(render("policyreport", corpus_result, engine)))
+    assert documents
+    names = set()
+    for report in documents:
+        assert report["apiVersion"] == "wgpolicyk8s.io/v1alpha2"
+        assert report["kind"] in ("PolicyReport", "ClusterPolicyReport")
+        assert report["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "aiadmit"
+        namespace = report["metadata"].get("namespace")
+        assert (report["kind"] == "PolicyReport") == bool(namespace)
+        names.add((namespace, report["metadata"]["name"]))
+        counts = {k: 0 for k in ("pass", "fail", "warn", "error", "skip")}
+        for entry in report["results"]:
+            counts[entry["result"]] += 1
+            assert entry["source"] == "aiadmit" and entry["policy"] in engine.by_id
+            for ref in entry["resources"]:
+                assert ref.get("namespace") == namespace
+        assert report["summary"] == counts
+        assert len(json.dumps(report)) < 1_572_864
+    assert len(names) == len(documents)
+    namespaces = {r["metadata"].get("namespace") for r in documents}
+    assert {"gpu-test1", "default"} <= namespaces
+    failures = sum(r["summary"]["fail"] + r["summary"]["warn"] for r in documents)
+    assert failures == sum(1 for f in corpus_result.findings if f.result == "fail")
+
+
+def test_policyreport_splits_under_the_size_limit_and_keeps_every_result(engine, corpus_result):
+    whole = build_reports(corpus_result, engine, now=0)
+    split = build_reports(corpus_result, engine, max_bytes=20_000, max_reports=1000, now=0)
+    assert len(split) > len(whole)
+    for report in split:
+        assert len(json.dumps(report["results"], separators=(",", ":"))) <= 20_000
+    def count(reports):
+        return sorted((r["metadata"].get("namespace") or "", json.dumps(e, sort_keys=True))
+                      for r in reports for e in r["results"])
+    assert count(split) == count(whole)
+    assert len({(r["metadata"].get("namespace"), r["metadata"]["name"]) for r in split}) == len(split)
+
+
+def test_policyreport_flood_is_summarised_with_whole_counts(engine, corpus_result):
+    whole = build_reports(corpus_result, engine, now=0)
+    summarised = build_reports(corpus_result, engine, max_bytes=10_000, max_reports=1, now=0)
+    flooded = [r for r in summarised if "aiadmit.dev/omitted-results" in r["metadata"].get("annotations", {})]
+    assert flooded, "the corpus's default namespace needs more than one 10 kB report"
+    for report in summarised:
+        assert len(json.dumps(report["results"], separators=(",", ":"))) <= 10_000
+    def totals(reports):
+        out = {}
+        for r in reports:
+            key = r["metadata"].get("namespace")
+            out[key] = {k: out.get(key, {}).get(k, 0) + v for k, v in r["summary"].items()}
+        return out
+    assert totals(summarised) == totals(whole)
+    report = flooded[0]
+    omitted = int(report["metadata"]["annotations"]["aiadmit.dev/omitted-results"])
+    assert omitted == sum(report["summary"].values()) - len(report["results"]) > 0
+    kept = [e["result"] for e in report["results"]]
+    assert "pass" not in kept or all(k in ("pass",) for k in kept[kept.index("pass"):])  # passes go first
+
+
+# ---------------------------------------------------------------------- text
+def test_text_groups_by_file_with_remediation_and_a_table(engine, tmp_path):
+    result = aiadmit("audit", GPU_OPERATOR, DRA_MULTI)
+    assert result.returncode == 1
+    out = result.stdout
+    assert "\033[" not in out, "no colour when stdout is not a terminal"
+    lines = out.splitlines()
+    headings = [line for line in lines if line.endswith(".yaml")]
+    assert headings == sorted(headings, key=lambda h: lines.index(h)) and len(headings) == 3
+    first = lines.index(headings[0])
+    assert lines[first + 1].startswith(headings[0] + ":")
+    assert lines[first + 2].startswith("    fix: ")
+    finding_lines = [line for line in lines if ": shm-sized [deny]" in line]
+    assert all(line.split(":")[1].isdigit() and line.split(":")[2].isdigit() for line in finding_lines)
+    table = lines.index(next(line for line in lines if line.startswith("policy ")))
+    assert lines[table + 1].split()[0] in engine.by_id
+    assert lines[-1].endswith("errors") and "resources checked" in lines[-1]
+    coloured = aiadmit("audit", "--color", "always", GPU_OPERATOR)
+    assert "\033[31mdeny\033[0m" in coloured.stdout
+
+
+# ---------------------------------------------------------------------- options
+def test_fail_on_policy_and_skip(engine, tmp_path):
+    assert aiadmit("audit", "--fail-on", "never", GPU_OPERATOR).returncode == 0
+    only = json.loads(aiadmit("audit", "-f", "json", "--policy", "shm-sized", GPU_OPERATOR).stdout)
+    assert {f["policy"] for f in only["findings"]} == {"shm-sized"}
+    skipped = json.loads(aiadmit("audit", "-f", "json", "--skip", "shm-sized", GPU_OPERATOR).stdout)
+    assert "shm-sized" not in {f["policy"] for f in skipped["findings"]} and skipped["findings"]
+    junit = aiadmit("audit", "-f", "junit", "--policy", "shm-sized", GPU_OPERATOR).stdout
+    assert {c.get("name") for _, c in _cases(junit)[1]} == {"shm-sized"}
+    bad = aiadmit("audit", "--policy", "no-such-policy", GPU_OPERATOR)
+    assert bad.returncode == 2 and "no-such-policy" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_config_file_applies_like_the_webhook(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\npolicies:\n"
+                      "  shm-sized: {action: warn}\n  resources-declared: {enabled: false}\n")
+    narrow = ("--policy", "shm-sized", "--policy", "resources-declared")
+    result = aiadmit("audit", "-f", "json", "--config", str(config), *narrow, GPU_OPERATOR)
+    document = json.loads(result.stdout)
+    assert {(f["policy"], f["action"]) for f in document["findings"]} == {("shm-sized", "warn")}
+    assert result.returncode == 0
+    assert aiadmit("audit", "--config", str(config), "--fail-on", "warn", *narrow, GPU_OPERATOR).returncode == 1
+    sarif = json.loads(aiadmit("audit", "-f", "sarif", "--config", str(config), GPU_OPERATOR).stdout)
+    rules = {r["id"]: r for r in sarif["runs"][0]["tool"]["driver"]["rules"]}
+    assert rules["shm-sized"]["defaultConfiguration"]["level"] == "warning"
