@@ -170,3 +170,42 @@ def make_review(obj: Optional[dict], operation: str = "CREATE", old: Optional[di
     if sub_resource:
         request["subResource"] = sub_resource
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
+def write_slow_policy(directory: Path, rules: int = 20, size: int = 450) -> Path:
+    """A valid policy on ConfigMaps labelled `slow`, whose `rules` rules each take ~size² CEL steps.
+
+    The cel library holds the GIL inside one expression, so slowness is spread over many short rules: the time
+    budget and graceful shutdown are tested with real evaluation, not with sleeps.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    xs = json.dumps(list(range(size)))
+    body = "\n".join(f"""  - name: slow-{i}
+    when: has(object.metadata.labels) && "slow" in object.metadata.labels
+    expression: params.xs.all(a, params.xs.all(b, a + b + {i} >= 0)) && object.metadata.labels["slow"] == "false"
+    message: rule {i} is slow and the label slow is not false
+    path: /metadata/labels""" for i in range(rules))
+    path = directory / "slow-check.yaml"
+    path.write_text(f"""apiVersion: aiadmit.dev/v1alpha1
+kind: Policy
+metadata:
+  name: slow-check
+summary: A deliberately slow policy, for time-budget and shutdown tests.
+why: Tests need a review that takes a measurable time.
+remediation: Label the object slow=false.
+action: deny
+match:
+  kinds: [ConfigMap]
+target: object
+params:
+  xs: {xs}
+rules:
+{body}
+""")
+    return path
+
+
+def slow_configmap(name: str = "slow", slow: str = "true") -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "ml",
+                                                                   "labels": {"slow": slow}}}
