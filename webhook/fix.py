@@ -127,10 +127,13 @@ def _round_trip(body: str) -> tuple[object, YAML]:
 
 
 def _to_ruamel(value):
-    """Plain CEL output -> ruamel containers, `name` first (as people write volumes and mounts)."""
+    """Plain CEL output -> ruamel containers: `name` first (as people write volumes and mounts), then sorted.
+
+    CEL maps have no stable order; a fixer whose output changed from run to run would churn diffs.
+    """
     if isinstance(value, dict):
         out = CommentedMap()
-        for key in sorted(value, key=lambda k: k != "name"):
+        for key in sorted(value, key=lambda k: (k != "name", str(k))):
             out[key] = _to_ruamel(value[key])
         return out
     if isinstance(value, list):
