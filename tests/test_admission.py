@@ -3,6 +3,7 @@
 import base64
 import copy
 import json
+import os
 import textwrap
 
 import jsonpatch
@@ -45,6 +46,9 @@ def deployment(shm=True, replicas=2):
 OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "serve-7d9f", "uid": "1d0b6a62-2222-4c52-9d4e-0b1e",
          "controller": True, "blockOwnerDeletion": True}
 RS_CONTROLLER = "system:serviceaccount:kube-system:replicaset-controller"
+# The webhook's mechanics are tested with two built-in policies whose contract is settled; the bundle grows and
+# each policy has its own cases under tests/policies.
+POLICY_FILES = [os.path.join(BUILTIN_POLICY_DIR, f"{p}.yaml") for p in ("resources-declared", "shm-sized")]
 
 
 def engine_with(tmp_path=None, config_text=None):
@@ -53,7 +57,7 @@ def engine_with(tmp_path=None, config_text=None):
         path = tmp_path / "config.yaml"
         path.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\n" + textwrap.dedent(config_text))
     config = load_config(str(path) if path else None)
-    return Engine(load_policies([BUILTIN_POLICY_DIR], config.params()), config)
+    return Engine(load_policies(POLICY_FILES, config.params()), config)
 
 
 @pytest.fixture(scope="module")

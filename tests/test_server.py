@@ -9,15 +9,15 @@ from serverproc import make_review, slow_configmap, write_slow_policy
 from webhook.engine import Engine
 from webhook.facts import NoFacts
 from webhook.metrics import Metrics
-from webhook.policy import BUILTIN_POLICY_DIR, load_policies
+from webhook.policy import load_policies
 from webhook.server import EngineSource, Settings, create_app
 
-from test_admission import gpu_pod
+from test_admission import POLICY_FILES, gpu_pod
 
 
 @pytest.fixture(scope="module")
 def engine():
-    return Engine.load()
+    return Engine.load(POLICY_FILES)
 
 
 def client_for(engine, settings=None, facts=None, metrics=None):
@@ -125,7 +125,7 @@ class ExplodingEngine(Engine):
 
 
 def test_exceptions_inside_a_review_fail_closed_on_validate_and_open_on_mutate():
-    engine = ExplodingEngine(load_policies([BUILTIN_POLICY_DIR]))
+    engine = ExplodingEngine(load_policies(POLICY_FILES))
     metrics = Metrics()
     client, _ = client_for(engine, metrics=metrics)
     review = make_review(gpu_pod())
@@ -178,7 +178,7 @@ def test_metrics_count_requests_findings_and_generation(engine):
     post(client, "/validate", json.load(open("examples/pytorchjob-gpu.json")))
     post(client, "/mutate", json.load(open("examples/pytorchjob-gpu.json")))
     post(client, "/validate", b"[]")
-    source.swap(Engine.load())
+    source.swap(Engine.load(POLICY_FILES))
     text = client.get("/metrics").get_data(as_text=True)
     assert ('aiadmit_admission_requests_total{endpoint="validate",kind="PyTorchJob",operation="CREATE",'
             'outcome="denied"} 1.0') in text
