@@ -19,6 +19,7 @@ from typing import Any, Callable
 import cel
 
 from .quantity import QuantityError, format_bytes, parse_quantity
+from .quotascope import quota_selects
 
 _TEMPLATE = re.compile(r"\{\{(.+?)\}\}", re.S)
 
@@ -72,6 +73,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sum": lambda items: sum(items, 0.0),
     "least": lambda items, default=None: min(items) if items else default,
     "greatest": lambda items, default=None: max(items) if items else default,
+    # Kubernetes quota scopes: does this ResourceQuota charge this pod (webhook/quotascope.py)
+    "quotaSelects": quota_selects,
 }
 
 
