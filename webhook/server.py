@@ -34,7 +34,7 @@ from .metrics import Metrics
 
 log = logging.getLogger("aiadmit.webhook")
 
-DEFAULT_BUDGET_SECONDS = 8.0        # the manifests use timeoutSeconds: 10; 2 s for queueing, network and TLS
+DEFAULT_BUDGET_SECONDS = 8.0  # under the default timeoutSeconds (10); manifests/ pair timeoutSeconds 5 with --budget 4
 DEFAULT_MAX_BODY_BYTES = 6 * 1024 * 1024  # object + oldObject of the largest object etcd stores (1.5 MiB) x2, JSON
 
 
