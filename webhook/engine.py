@@ -25,7 +25,7 @@ from .resource import Resource
 from .workload import Container, PodTemplate, ShapeError, Workload, build_workload
 
 LEVEL_VARIABLES = {
-    "object": frozenset({"object", "workload", "params", "cluster"}),
+    "object": frozenset({"object", "workload", "params", "cluster", "templates"}),
     "pod": frozenset({"pod", "podMeta", "template"}),
     "container": frozenset({"container", "containerType"}),
 }
@@ -60,6 +60,8 @@ class Engine:
         if unknown:
             raise ConfigError([f"{self.config.source}: policies: unknown policy id {u!r}" for u in unknown])
         self._actions = {p.id: self.config.settings(p.id).action or p.action for p in self.policies}
+        self._pod_rules = {p.id for p in self.policies if p.target == "container"
+                           and any(r.target == "pod" for r in p.rules)}
         self._candidates: dict[tuple, tuple[Policy, ...]] = {}
         self._local = threading.local()
         self.generation = 0
@@ -148,6 +150,8 @@ class Engine:
         by_target = {"object": [], "pod": [], "container": []}
         for policy in chosen:
             by_target[policy.target].append(policy)
+            if policy.id in self._pod_rules:  # a container policy with rules about the whole pod
+                by_target["pod"].append(policy)
         for policy in by_target["object"]:
             self._run(context, scope, policy, "", None, None)
         if scope.workload is not None and (by_target["pod"] or by_target["container"]):
@@ -182,6 +186,14 @@ class Engine:
         })
         if "object" in variables:
             context.add_variable("object", resource.obj)
+        if "templates" in variables:
+            # Every pod template, for rules about the whole workload (gang admission, spot checkpointing) or a
+            # whole template (does any of its containers, KServe's `model` included, request a device?).
+            context.add_variable("templates", [{
+                "name": t.name, "podCount": t.pod_count, "hasPodSpec": t.spec is not None,
+                "spec": t.spec if t.spec is not None else {}, "metadata": t.metadata,
+                "containers": [c.obj for c in t.containers],
+            } for t in (workload.templates if workload else [])])
         needed = frozenset(f for p in chosen for f in p.requires)
         if needed or "cluster" in variables:
             scope.cluster = self._cluster(scope, needed)
@@ -235,7 +247,10 @@ class Engine:
         if "params" in policy.variables:
             context.add_variable("params", policy.params)
         target = container.obj if container else (template.spec if template else scope.resource.obj)
+        level = "container" if container else ("pod" if template else "object")
         for rule in policy.rules:
+            if rule.target != level:
+                continue
             if rule.needs_pod and (template is None or template.spec is None):
                 continue
             pointer = container.field_pointer(rule.path) if container else base + rule.path

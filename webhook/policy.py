@@ -55,6 +55,7 @@ class Rule:
     requires: tuple[str, ...] = ()
     when_unknown: str = "skip"
     variables: frozenset = frozenset()
+    target: str = "container"  # the level it is evaluated at: the policy's target, or `pod` in a container policy
 
     @property
     def needs_pod(self) -> bool:
@@ -195,7 +196,10 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             action=raw.get("action"),
             requires=tuple(raw.get("requires", ())),
             when_unknown=raw.get("whenUnknown", "skip"),
+            target=raw.get("target", doc["target"]),
         )
+        if rule.target != doc["target"] and not (rule.target == "pod" and doc["target"] == "container"):
+            problems.append((f"{where}/target", "only a rule of a container policy can target the pod"))
         if "schema" in raw:
             try:
                 rule.schema = SchemaRule(_substitute_params(raw["schema"], params, f"{where}/schema"))

@@ -174,7 +174,10 @@ def _expand(obj: Any, tokens: tuple[str, ...], prefix: tuple[str, ...] = (), bou
                 yield from _expand(value, rest, prefix + (str(key),), str(key))
         elif isinstance(obj, list):
             for position, value in enumerate(obj):
-                label = value.get("name", str(position)) if isinstance(value, dict) else str(position)
+                # List items are named by `name` (JobSet replicatedJobs) or `groupName` (KubeRay worker groups).
+                label = str(position)
+                if isinstance(value, dict):
+                    label = str(value.get("name") or value.get("groupName") or position)
                 yield from _expand(value, rest, prefix + (str(position),), str(label))
     elif isinstance(obj, dict) and head in obj:
         yield from _expand(obj[head], rest, prefix + (head,), bound)
