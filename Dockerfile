@@ -15,6 +15,8 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY webhook ./webhook
+# The built-in bundle: pyproject packages policies/ into the wheel as webhook/policies.
+COPY policies ./policies
 RUN python -m pip wheel --wheel-dir /wheels .
 
 FROM ${PYTHON_IMAGE}
@@ -29,9 +31,6 @@ RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     && /opt/aiadmit/bin/python -m pip uninstall --yes pip \
     && groupadd --system --gid 65532 aiadmit \
     && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin aiadmit
-# The built-in bundle, for `--policies /etc/aiadmit/policies` outside a cluster; in the cluster the
-# aiadmit-policies ConfigMap is mounted over it.
-COPY policies/*.yaml /etc/aiadmit/policies/
 USER 65532:65532
 WORKDIR /tmp
 EXPOSE 8443
