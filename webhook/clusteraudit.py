@@ -108,9 +108,23 @@ def _get(api, path: str, query: Optional[list] = None) -> dict:
     from urllib3.exceptions import HTTPError
 
     try:
-        response = api.call_api(path, "GET", query_params=query or [], header_params={"Accept": "application/json"},
-                                auth_settings=["BearerToken"], _preload_content=False,
-                                _return_http_data_only=True)
+        headers = {"Accept": "application/json"}
+        if hasattr(api, "param_serialize"):  # kubernetes >= 33 (the OpenAPI generator's new client)
+            method, url, headers, body, post = api.param_serialize("GET", path, query_params=query or [],
+                                                                   header_params=headers,
+                                                                   auth_settings=["BearerToken"])
+            response = api.call_api(method, url, header_params=headers, body=body, post_params=post)
+            response.read()
+            if not 200 <= response.status < 300:  # this client raises only when deserialising
+                try:
+                    reason = json.loads(response.data).get("message") or response.reason
+                except (TypeError, ValueError, AttributeError):
+                    reason = response.reason
+                raise ClusterError(f"GET {path}: {response.status} {reason}")
+        else:  # pragma: no cover - older clients
+            response = api.call_api(path, "GET", query_params=query or [], header_params=headers,
+                                    auth_settings=["BearerToken"], _preload_content=False,
+                                    _return_http_data_only=True)
         return json.loads(response.data)
     except ApiException as exc:
         reason = exc.reason
