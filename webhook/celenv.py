@@ -13,6 +13,7 @@ base units (a double) so comparisons and arithmetic are native. CEL turns
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from typing import Any, Callable
 
@@ -85,18 +86,103 @@ def new_context() -> cel.Context:
     return context
 
 
+BOUND_OBJECTS = ("object", "pod", "podMeta", "container", "workload")
+_ACCESS = {name: re.compile(r"\b" + name + r"\b(\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)(\s*\()?)?") for name in BOUND_OBJECTS}
+
+
+def field_usage(source: str) -> dict[str, frozenset | None]:
+    """Top-level fields of each bound object that an expression reads; None: the whole object.
+
+    Converting a Python dict into CEL values is the dominant cost of an
+    evaluation, so the engine binds only these fields. Any use it cannot see
+    through (`pod[...]`, `pod` passed whole, a method call on it) asks for the
+    whole object; a string literal that looks like an access only adds a field.
+    """
+    usage: dict[str, frozenset | None] = {}
+    for name, pattern in _ACCESS.items():
+        fields: set[str] | None = set()
+        for match in pattern.finditer(source):
+            if match.group(2) is None or match.group(3):
+                fields = None
+                break
+            fields.add(match.group(2))
+        if fields is None or fields:
+            usage[name] = None if fields is None else frozenset(fields)
+    return usage
+
+
+def merge_usage(usages) -> dict[str, frozenset | None]:
+    merged: dict[str, frozenset | None] = {}
+    for usage in usages:
+        for name, fields in usage.items():
+            if fields is None or (name in merged and merged[name] is None):
+                merged[name] = None
+            else:
+                merged[name] = (merged.get(name) or frozenset()) | fields
+    return merged
+
+
+_PARAM = re.compile(r"\bparams\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
+_STRING = re.compile(r"""[rR]?(?:'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""", re.S)
+
+
+def literal(value: Any) -> str:
+    """A CEL literal for a parameter value (from YAML: scalars, lists, maps)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))}: {literal(v)}" for k, v in value.items()) + "}"
+    raise CelError(f"parameter value {value!r} has no CEL literal")
+
+
+def inline_params(source: str, params: dict) -> str:
+    """Replace `params.NAME` by the parameter's literal, outside string literals.
+
+    Parameters are constants once the config is loaded, so they are folded into
+    the program at compile time: nothing to bind per evaluation, and a typo in a
+    parameter name fails the policy at load instead of at the first review.
+    """
+    out, position = [], 0
+    for string in _STRING.finditer(source):
+        out.append(_inline(source[position:string.start()], params))
+        out.append(string.group(0))
+        position = string.end()
+    out.append(_inline(source[position:], params))
+    return "".join(out)
+
+
+def _inline(code: str, params: dict) -> str:
+    def replace(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in params:
+            raise CelError(f"unknown parameter {name!r} (known: {', '.join(sorted(params)) or 'none'})")
+        return "(" + literal(params[name]) + ")"
+    return _PARAM.sub(replace, code)
+
+
 class Expression:
-    """A compiled CEL program and the variables it reads (known statically)."""
+    """A compiled CEL program, the variables it reads and which of their fields (known statically)."""
 
-    __slots__ = ("source", "program", "variables")
+    __slots__ = ("source", "program", "variables", "fields")
 
-    def __init__(self, source: str):
+    def __init__(self, source: str, params: dict | None = None):
         self.source = source
+        if params is not None:
+            source = inline_params(source, params)
         try:
             self.program = cel.compile(source)
         except Exception as exc:  # the binding raises ValueError with the parser's report
             raise CelError(str(exc).strip()) from None
         self.variables = frozenset(self.program.variables())
+        self.fields = field_usage(source)
 
     def __call__(self, context: cel.Context) -> Any:
         return self.program.execute(context)
@@ -105,15 +191,17 @@ class Expression:
 class Template:
     """A message with ``{{ cel }}`` segments, compiled once, rendered only on failure."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, params: dict | None = None):
         self.parts: list[str | Expression] = []
         position = 0
         for match in _TEMPLATE.finditer(text):
             self.parts.append(text[position:match.start()])
-            self.parts.append(Expression(match.group(1).strip()))
+            self.parts.append(Expression(match.group(1).strip(), params))
             position = match.end()
         self.parts.append(text[position:])
-        self.variables = frozenset().union(*(p.variables for p in self.parts if isinstance(p, Expression)))
+        expressions = [p for p in self.parts if isinstance(p, Expression)]
+        self.variables = frozenset().union(*(p.variables for p in expressions))
+        self.fields = merge_usage(p.fields for p in expressions)
 
     def render(self, context: cel.Context) -> str:
         out = []

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
 from . import pointer as jp
-from .celenv import new_context
+from .celenv import merge_usage, new_context
 from .config import Config, ConfigError, load_config
 from .facts import ClusterFacts, NoFacts
 from .findings import Evaluation, Finding, Mutation
@@ -29,6 +29,13 @@ LEVEL_VARIABLES = {
     "pod": frozenset({"pod", "podMeta", "template"}),
     "container": frozenset({"container", "containerType"}),
 }
+
+
+def project(value: Any, fields: Optional[frozenset]) -> Any:
+    """The part of a bound object that the rules read (see celenv.field_usage): binding is the costly step."""
+    if fields is None or not isinstance(value, dict):
+        return value
+    return {k: value[k] for k in fields if k in value}
 
 
 def lower(action: str, ceiling: Optional[str]) -> str:
@@ -47,6 +54,7 @@ class _Scope:
     cluster: Optional[dict]
     ceiling: Optional[str]  # namespace enforcement label
     evaluation: Evaluation
+    plan: Optional[dict] = None  # bound object -> fields to bind (None: whole)
 
 
 class Engine:
@@ -156,23 +164,23 @@ class Engine:
             self._run(context, scope, policy, "", None, None)
         if scope.workload is not None and (by_target["pod"] or by_target["container"]):
             for template in scope.workload.templates:
-                self._bind_template(context, template)
+                self._bind_template(context, scope, template)
                 for policy in by_target["pod"]:
                     if template.spec is not None:
                         self._run(context, scope, policy, template.spec_pointer, template, None)
                 for container in template.containers:
-                    context.add_variable("container", container.obj)
-                    context.add_variable("containerType", container.section)
+                    self._bind_container(context, scope, container)
                     for policy in by_target["container"]:
                         if policy.containers == "all" or policy.containers == container.section:
                             self._run(context, scope, policy, container.pointer, template, container)
         return scope.evaluation
 
-    def _bind_resource(self, context, scope: _Scope, chosen: list[Policy]) -> None:
+    def _bind_resource(self, context, scope: _Scope, chosen: list[Policy], mutating: bool = False) -> None:
         variables = frozenset().union(*(p.variables for p in chosen))
         workload = scope.workload
         resource = scope.resource
-        context.add_variable("workload", {
+        scope.plan = merge_usage(p.mutation_fields if mutating else p.fields for p in chosen)
+        context.add_variable("workload", project({
             "kind": resource.kind,
             "name": resource.name,
             "namespace": resource.namespace,
@@ -183,9 +191,9 @@ class Engine:
             "tier": (workload.tier if workload else None) or "",
             "devices": sorted(workload.devices) if workload else [],
             "podCount": workload.pod_count if workload else 0,
-        })
+        }, scope.plan.get("workload", frozenset())))
         if "object" in variables:
-            context.add_variable("object", resource.obj)
+            context.add_variable("object", project(resource.obj, scope.plan.get("object")))
         if "templates" in variables:
             # Every pod template, for rules about the whole workload (gang admission, spot checkpointing) or a
             # whole template (does any of its containers, KServe's `model` included, request a device?).
@@ -231,10 +239,19 @@ class Engine:
                 "devices": sorted(workload.devices) if workload else []}
 
     @staticmethod
-    def _bind_template(context, template: PodTemplate) -> None:
-        context.add_variable("pod", template.spec if template.spec is not None else {})
-        context.add_variable("podMeta", template.metadata)
+    def _bind_template(context, scope: _Scope, template: PodTemplate) -> None:
+        plan = scope.plan or {}
+        if "pod" in plan:
+            context.add_variable("pod", project(template.spec if template.spec is not None else {}, plan["pod"]))
+        if "podMeta" in plan:
+            context.add_variable("podMeta", project(template.metadata, plan["podMeta"]))
         context.add_variable("template", template.name)
+
+    @staticmethod
+    def _bind_container(context, scope: _Scope, container: Container) -> None:
+        if "container" in (scope.plan or {}):
+            context.add_variable("container", project(container.obj, scope.plan["container"]))
+        context.add_variable("containerType", container.section)
 
     def _action(self, policy: Policy, rule: Rule, scope: _Scope) -> str:
         action = self._actions[policy.id]
@@ -244,8 +261,6 @@ class Engine:
 
     def _run(self, context, scope: _Scope, policy: Policy, base: str,
              template: Optional[PodTemplate], container: Optional[Container]) -> None:
-        if "params" in policy.variables:
-            context.add_variable("params", policy.params)
         target = container.obj if container else (template.spec if template else scope.resource.obj)
         level = "container" if container else ("pod" if template else "object")
         for rule in policy.rules:
@@ -253,7 +268,6 @@ class Engine:
                 continue
             if rule.needs_pod and (template is None or template.spec is None):
                 continue
-            pointer = container.field_pointer(rule.path) if container else base + rule.path
             # A `when` that reads no cluster fact decides first whether the rule applies at all, so unknown facts
             # make a rule skip only where it applies (a CPU-only template is not "skipped" by a GPU quota rule).
             early = rule.when is not None and "cluster" not in rule.when.variables
@@ -262,7 +276,8 @@ class Engine:
                     if rule.when(context) is not True:
                         continue
                 except Exception as exc:
-                    self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}", pointer)
+                    self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
+                              _where(base, container, rule.path))
                     continue
             if rule.requires and self._unknown_facts(rule, scope):
                 missing = [f for f in rule.requires if scope.cluster.get(f) is None]
@@ -272,21 +287,24 @@ class Engine:
                 result = "fail" if mode == "deny" else "skip"
                 self._add(scope, policy, rule, result,
                           f"{policy.id}/{rule.name} skipped: cluster facts unknown: {', '.join(missing)}"
-                          if result == "skip" else f"cluster facts unavailable: {', '.join(missing)}", pointer)
+                          if result == "skip" else f"cluster facts unavailable: {', '.join(missing)}",
+                          _where(base, container, rule.path))
                 continue
             try:
                 if not early and rule.when is not None and rule.when(context) is not True:
                     continue
                 if rule.expression is not None:
                     if rule.expression(context) is not True:
-                        self._add(scope, policy, rule, "fail", rule.message.render(context), pointer)
+                        self._add(scope, policy, rule, "fail", rule.message.render(context),
+                                  _where(base, container, rule.path))
                 else:
                     for path, detail in rule.schema.errors(target):
                         context.add_variable("error", detail)
-                        where = container.field_pointer(jp.join("", *path)) if container else jp.join(base, *path)
-                        self._add(scope, policy, rule, "fail", rule.message.render(context), where)
+                        self._add(scope, policy, rule, "fail", rule.message.render(context),
+                                  _where(base, container, jp.join("", *path)))
             except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
-                self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}", pointer)
+                self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
+                          _where(base, container, rule.path))
 
     @staticmethod
     def _unknown_facts(rule: Rule, scope: _Scope) -> bool:
@@ -314,26 +332,23 @@ class Engine:
             out.patched = working
             return out
         context = self._context()
-        self._bind_resource(context, scope, chosen)
+        self._bind_resource(context, scope, chosen, mutating=True)
         for policy in chosen:
-            if "params" in policy.variables:
-                context.add_variable("params", policy.params)
             for template in scope.workload.templates:
                 if template.spec is None:
                     continue
-                self._bind_template(context, template)
+                self._bind_template(context, scope, template)
                 for mutation in policy.mutations:
                     if mutation.target == "pod":
                         if self._mutate_at(context, working, template.spec_pointer, mutation, out, policy.id):
-                            self._bind_template(context, template)  # later `when`s must see the change
+                            self._bind_template(context, scope, template)  # later `when`s must see the change
                         continue
                     for container in template.containers:
                         if container.rename or policy.containers not in ("all", container.section):
                             continue
-                        context.add_variable("container", container.obj)
-                        context.add_variable("containerType", container.section)
+                        self._bind_container(context, scope, container)
                         if self._mutate_at(context, working, container.pointer, mutation, out, policy.id):
-                            self._bind_template(context, template)
+                            self._bind_template(context, scope, template)
         out.patched = working
         return out
 
@@ -357,6 +372,11 @@ class Engine:
             out.by_policy.setdefault(policy_id, []).append(operation)
             return True
         return False
+
+
+def _where(base: str, container: Optional[Container], path: str) -> str:
+    """Pointer of a finding: computed only for findings, never for passing rules."""
+    return container.field_pointer(path) if container else base + path
 
 
 def _default_op(document: dict, path: str, value: Any) -> Optional[dict]:

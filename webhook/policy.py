@@ -18,12 +18,14 @@ from typing import Any, Iterable, Optional
 from jsonschema import Draft202012Validator
 
 from . import pointer as jp
-from .celenv import CelError, Expression, Template
+from .celenv import CelError, Expression, Template, merge_usage
 from .resource import Resource
 from .schemarule import SchemaRule, locate_error
 from .sources import load_paths
 
 BUILTIN_POLICY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "policies")
+if not os.path.isfile(os.path.join(BUILTIN_POLICY_DIR, "policy.schema.json")):  # installed from a wheel: pyproject ships policies/ as webhook/policies
+    BUILTIN_POLICY_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "policies")
 POLICY_SCHEMA_FILE = os.path.join(BUILTIN_POLICY_DIR, "policy.schema.json")
 ACTION_RANK = {"audit": 0, "warn": 1, "deny": 2}
 _PARAM_REF = re.compile(r"^\$\{params\.([A-Za-z_][A-Za-z0-9_]*)\}$")
@@ -55,6 +57,7 @@ class Rule:
     requires: tuple[str, ...] = ()
     when_unknown: str = "skip"
     variables: frozenset = frozenset()
+    fields: dict = field(default_factory=dict)  # bound object -> top-level fields read (None: all)
     target: str = "container"  # the level it is evaluated at: the policy's target, or `pod` in a container policy
 
     @property
@@ -71,6 +74,7 @@ class Mutation:
     value: Expression
     when: Optional[Expression] = None
     variables: frozenset = frozenset()
+    fields: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -133,19 +137,17 @@ class Policy:
     mutations: list[Mutation]
     source: str
     document: dict = field(repr=False, default_factory=dict)
+    variables: frozenset = field(init=False, default=frozenset())
+    fields: dict = field(init=False, default_factory=dict)
+    mutation_fields: dict = field(init=False, default_factory=dict)
+    requires: frozenset = field(init=False, default=frozenset())
 
-    @property
-    def variables(self) -> frozenset:
-        out = frozenset()
-        for rule in self.rules:
-            out |= rule.variables
-        for mutation in self.mutations:
-            out |= mutation.variables
-        return out
-
-    @property
-    def requires(self) -> frozenset:
-        return frozenset(fact for rule in self.rules for fact in rule.requires)
+    def __post_init__(self) -> None:
+        # Derived once: the engine asks for these on every evaluation.
+        self.variables = frozenset().union(*(r.variables for r in self.rules), *(m.variables for m in self.mutations))
+        self.fields = merge_usage([r.fields for r in self.rules])  # what evaluation binds
+        self.mutation_fields = merge_usage([m.fields for m in self.mutations])  # what mutation binds
+        self.requires = frozenset(fact for rule in self.rules for fact in rule.requires)
 
 
 def _substitute_params(value: Any, params: dict, where: str) -> Any:
@@ -174,7 +176,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         if text is None:
             return None
         try:
-            return Expression(text)
+            return Expression(text, params)
         except CelError as exc:
             problems.append((where, f"CEL does not compile: {exc}"))
             return None
@@ -183,7 +185,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     for position, raw in enumerate(doc["rules"]):
         where = f"/rules/{position}"
         try:
-            message = Template(raw["message"])
+            message = Template(raw["message"], params)
         except CelError as exc:
             problems.append((f"{where}/message", f"CEL in message does not compile: {exc}"))
             continue
@@ -205,8 +207,9 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
                 rule.schema = SchemaRule(_substitute_params(raw["schema"], params, f"{where}/schema"))
             except ValueError as exc:
                 problems.append((f"{where}/schema", str(exc)))
-        parts = [rule.when, rule.expression]
-        rule.variables = message.variables.union(*(p.variables for p in parts if p is not None))
+        parts = [p for p in (rule.when, rule.expression) if p is not None]
+        rule.variables = message.variables.union(*(p.variables for p in parts))
+        rule.fields = merge_usage([message.fields] + [p.fields for p in parts])
         if rule.schema is not None and doc["target"] == "container":
             rule.variables |= {"container"}
         rules.append(rule)
@@ -221,7 +224,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             problems.append((f"{where}/target", "a mutation targets a pod or a container"))
         if value is not None:
             variables = value.variables | (when.variables if when else frozenset())
-            mutations.append(Mutation(raw["name"], target, raw["op"], raw["path"], value, when, variables))
+            fields = merge_usage([value.fields] + ([when.fields] if when else []))
+            mutations.append(Mutation(raw["name"], target, raw["op"], raw["path"], value, when, variables, fields))
 
     names = [r["name"] for r in doc["rules"]]
     for position, name in enumerate(names):
