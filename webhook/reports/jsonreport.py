@@ -31,4 +31,19 @@ def render(result, engine, **options) -> str:
         document["skippedFiles"] = [{"file": s.file, "line": s.line, "message": s.message} for s in result.skipped]
     if result.notes:
         document["notes"] = list(result.notes)
-    return json.dumps(document, indent=2, sort_keys=False) + "\n"
+    return _dump(document)
+
+
+def _dump(document: dict) -> str:
+    """Pretty enough to read and diff (one finding per line), fast enough for 20,000 findings.
+
+    json.dumps(indent=...) runs the pure-Python encoder; each item dumped compactly uses the C one.
+    """
+    parts = []
+    for key, value in document.items():
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            items = ",\n    ".join(json.dumps(item, ensure_ascii=False) for item in value)
+            parts.append(f"  {json.dumps(key)}: [\n    {items}\n  ]")
+        else:
+            parts.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"

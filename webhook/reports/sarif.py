@@ -111,4 +111,5 @@ def build(result, engine) -> dict:
 
 
 def render(result, engine, **options) -> str:
-    return json.dumps(build(result, engine), indent=2) + "\n"
+    # compact: SARIF is read by tools, and json's C encoder only runs without indent (4x faster on the corpus)
+    return json.dumps(build(result, engine), separators=(",", ":")) + "\n"
