@@ -44,6 +44,11 @@ class PolicyException:
     kinds: tuple[str, ...] = ()
     expires: Optional[dt.date] = None
 
+    def covers_namespace(self, policy: str, namespace: str) -> bool:
+        if "*" not in self.policies and policy not in self.policies:
+            return False
+        return any(fnmatch.fnmatchcase(namespace, p) for p in self.namespaces)
+
     def covers(self, policy: str, namespace: str, name: str, kind: str) -> bool:
         if "*" not in self.policies and policy not in self.policies:
             return False
@@ -76,9 +81,15 @@ class Config:
     policies: dict[str, PolicySettings] = field(default_factory=dict)
     exceptions: tuple[PolicyException, ...] = ()
     source: str = "<defaults>"
+    _excluded: dict = field(default_factory=dict, repr=False, compare=False)
 
     def excluded(self, namespace: str) -> bool:
-        return any(fnmatch.fnmatchcase(namespace, p) for p in self.exclude_namespaces)
+        found = self._excluded.get(namespace)
+        if found is None:
+            found = any(fnmatch.fnmatchcase(namespace, p) for p in self.exclude_namespaces)
+            if len(self._excluded) < 65536:  # namespaces are few; the bound only guards against abuse
+                self._excluded[namespace] = found
+        return found
 
     def settings(self, policy_id: str) -> PolicySettings:
         return self.policies.get(policy_id) or PolicySettings()

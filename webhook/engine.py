@@ -1,9 +1,12 @@
 """The engine: a compiled policy set evaluated against one resource at a time.
 
-Evaluation does no parsing, no I/O and no compilation: policies were compiled
-at load, the candidates for a (kind, classes) pair are computed once and
-cached, and one CEL context per thread is refilled level by level (resource,
-pod template, container) with only the variables some candidate rule reads.
+Evaluation does no parsing, no I/O and no compilation beyond the first sight
+of a template/container index pair: policies were compiled at load, the
+candidates for a (kind, classes) pair are computed once and cached, and one
+CEL context per thread is bound ONCE per resource, with every pod template and
+container in lists and only the fields some candidate rule reads. (Any binding
+makes the next CEL run rebuild all bound values, so binding per container
+would multiply that cost: see celenv.SLOTS and bench/RESULTS.md.)
 A pod that is not an AI workload meets one policy (devices-declared) at most.
 """
 
@@ -22,14 +25,7 @@ from .facts import ClusterFacts, NoFacts
 from .findings import Evaluation, Finding, Mutation
 from .policy import ACTION_RANK, BUILTIN_POLICY_DIR, Policy, Rule, load_policies
 from .resource import Resource
-from .workload import Container, PodTemplate, ShapeError, Workload, build_workload
-
-LEVEL_VARIABLES = {
-    "object": frozenset({"object", "workload", "params", "cluster", "templates"}),
-    "pod": frozenset({"pod", "podMeta", "template"}),
-    "container": frozenset({"container", "containerType"}),
-}
-
+from .workload import Container, PodTemplate, ShapeError, Workload, build_workload, template_devices
 
 def project(value: Any, fields: Optional[frozenset]) -> Any:
     """The part of a bound object that the rules read (see celenv.field_usage): binding is the costly step."""
@@ -55,6 +51,10 @@ class _Scope:
     ceiling: Optional[str]  # namespace enforcement label
     evaluation: Evaluation
     plan: Optional[dict] = None  # bound object -> fields to bind (None: whole)
+    variables: frozenset = frozenset()  # CEL variables some chosen policy reads
+    chosen: tuple = ()
+    bound: bool = False  # CEL variables are bound on the first rule that needs CEL, not before
+    whole: frozenset = frozenset()  # objects already bound whole
 
 
 class Engine:
@@ -71,6 +71,7 @@ class Engine:
         self._pod_rules = {p.id for p in self.policies if p.target == "container"
                            and any(r.target == "pod" for r in p.rules)}
         self._candidates: dict[tuple, tuple[Policy, ...]] = {}
+        self._exception_index: dict[tuple, tuple] = {}
         self._local = threading.local()
         self.generation = 0
 
@@ -109,10 +110,23 @@ class Engine:
             context = self._local.context = new_context()
         return context
 
+    def _exceptions_for(self, policy_id: str, namespace: str) -> tuple:
+        """The config exceptions that can cover this policy in this namespace (memoised: few namespaces)."""
+        key = (policy_id, namespace)
+        found = self._exception_index.get(key)
+        if found is None:
+            found = tuple(e for e in self.config.exceptions if e.covers_namespace(policy_id, namespace))
+            if len(self._exception_index) < 65536:
+                self._exception_index[key] = found
+        return found
+
     def _exempt(self, policy_id: str, resource: Resource, evaluation: Evaluation) -> bool:
-        today = dt.date.today()
-        for exception in self.config.exceptions:
-            if exception.covers(policy_id, resource.namespace, resource.name, resource.kind):
+        exceptions = self._exceptions_for(policy_id, resource.namespace)
+        if exceptions:
+            today = dt.date.today()
+            for exception in exceptions:
+                if not exception.covers(policy_id, resource.namespace, resource.name, resource.kind):
+                    continue
                 if exception.expired(today):
                     note = f"exception {exception.name!r} for {policy_id} expired on {exception.expires}"
                     if note not in evaluation.notes:
@@ -154,7 +168,7 @@ class Engine:
         if not chosen:
             return scope.evaluation
         context = self._context()
-        self._bind_resource(context, scope, chosen)
+        scope.chosen = tuple(chosen)
         by_target = {"object": [], "pod": [], "container": []}
         for policy in chosen:
             by_target[policy.target].append(policy)
@@ -163,49 +177,86 @@ class Engine:
         for policy in by_target["object"]:
             self._run(context, scope, policy, "", None, None)
         if scope.workload is not None and (by_target["pod"] or by_target["container"]):
-            for template in scope.workload.templates:
-                self._bind_template(context, scope, template)
+            index = 0
+            for position, template in enumerate(scope.workload.templates):
                 for policy in by_target["pod"]:
                     if template.spec is not None:
-                        self._run(context, scope, policy, template.spec_pointer, template, None)
+                        self._run(context, scope, policy, template.spec_pointer, template, None, position)
                 for container in template.containers:
-                    self._bind_container(context, scope, container)
                     for policy in by_target["container"]:
                         if policy.containers == "all" or policy.containers == container.section:
-                            self._run(context, scope, policy, container.pointer, template, container)
+                            self._run(context, scope, policy, container.pointer, template, container, position,
+                                      index)
+                    index += 1
         return scope.evaluation
 
     def _bind_resource(self, context, scope: _Scope, chosen: list[Policy], mutating: bool = False) -> None:
+        """Bind what the chosen policies read, as the one CEL variable `_` (see celenv.BINDINGS)."""
         variables = frozenset().union(*(p.variables for p in chosen))
-        workload = scope.workload
-        resource = scope.resource
-        scope.plan = merge_usage(p.mutation_fields if mutating else p.fields for p in chosen)
-        context.add_variable("workload", project({
-            "kind": resource.kind,
-            "name": resource.name,
-            "namespace": resource.namespace,
-            "labels": resource.labels,
-            "annotations": resource.annotations,
-            "classes": sorted(workload.classes) if workload else [],
-            "role": (workload.role if workload else None) or "",
-            "tier": (workload.tier if workload else None) or "",
-            "devices": sorted(workload.devices) if workload else [],
-            "podCount": workload.pod_count if workload else 0,
-        }, scope.plan.get("workload", frozenset())))
+        if mutating:
+            scope.plan = merge_usage(p.mutation_fields for p in chosen)
+        else:
+            scope.plan = merge_usage(p.partial_fields for p in chosen)
+            for name in ("object", "pod", "podMeta", "container", "workload"):
+                if name in variables:
+                    scope.plan.setdefault(name, frozenset())  # read whole by some rule: bound when it runs
+        scope.variables = variables
+        needed = frozenset(f for p in chosen for f in p.requires)
+        if needed or "cluster" in variables:
+            scope.cluster = self._cluster(scope, needed)
+        self._bind(context, scope)
+
+    def _bind_whole(self, context, scope: _Scope, names: frozenset) -> None:
+        """Bind these objects whole, for a rule that reads them whole (one extra rebuild, only when it runs)."""
+        scope.whole = scope.whole | names
+        for name in names:
+            scope.plan[name] = None
+        self._bind(context, scope)
+
+    def _bind(self, context, scope: _Scope) -> None:
+        """Bind the resource as it is now (mutation rebinds after each change): top-level names and lists."""
+        variables, plan = scope.variables, scope.plan or {}
+        resource, workload = scope.resource, scope.workload
+        templates = workload.templates if workload else []
+        if "workload" in variables:
+            context.add_variable("workload", project({
+                "kind": resource.kind,
+                "name": resource.name,
+                "namespace": resource.namespace,
+                "labels": resource.labels,
+                "annotations": resource.annotations,
+                "classes": sorted(workload.classes) if workload else [],
+                "role": (workload.role if workload else None) or "",
+                "tier": (workload.tier if workload else None) or "",
+                "devices": sorted(workload.devices) if workload else [],
+                "podCount": workload.pod_count if workload else 0,
+            }, plan.get("workload", frozenset())))
         if "object" in variables:
-            context.add_variable("object", project(resource.obj, scope.plan.get("object")))
+            context.add_variable("object", project(resource.obj, plan.get("object")))
+        if "cluster" in variables and scope.cluster is not None:
+            context.add_variable("cluster", {k: v for k, v in scope.cluster.items() if v is not None})
         if "templates" in variables:
-            # Every pod template, for rules about the whole workload (gang admission, spot checkpointing) or a
-            # whole template (does any of its containers, KServe's `model` included, request a device?).
+            # Every pod template, for rules about the whole workload (gang admission, spot checkpointing).
             context.add_variable("templates", [{
                 "name": t.name, "podCount": t.pod_count, "hasPodSpec": t.spec is not None,
                 "spec": t.spec if t.spec is not None else {}, "metadata": t.metadata,
                 "containers": [c.obj for c in t.containers],
-            } for t in (workload.templates if workload else [])])
-        needed = frozenset(f for p in chosen for f in p.requires)
-        if needed or "cluster" in variables:
-            scope.cluster = self._cluster(scope, needed)
-            context.add_variable("cluster", {k: v for k, v in scope.cluster.items() if v is not None})
+            } for t in templates])
+        if "pod" in variables:
+            context.add_variable("_pods", [project(t.spec if t.spec is not None else {}, plan.get("pod"))
+                                           for t in templates])
+        if "podMeta" in variables:
+            context.add_variable("_podMetas", [project(t.metadata, plan.get("podMeta")) for t in templates])
+        if "template" in variables:
+            context.add_variable("_templates", [t.name for t in templates])
+        if "templateDevices" in variables:
+            context.add_variable("_templateDevices", [template_devices(t, self.config.classification)
+                                                      for t in templates])
+        if "container" in variables:
+            context.add_variable("_containers", [project(c.obj, plan.get("container"))
+                                                 for t in templates for c in t.containers])
+        if "containerType" in variables:
+            context.add_variable("_containerTypes", [c.section for t in templates for c in t.containers])
 
     def _cluster(self, scope: _Scope, needed: frozenset) -> dict:
         facts, resource = scope.facts, scope.resource
@@ -238,42 +289,43 @@ class Engine:
                 "classes": sorted(workload.classes) if workload else [],
                 "devices": sorted(workload.devices) if workload else []}
 
-    @staticmethod
-    def _bind_template(context, scope: _Scope, template: PodTemplate) -> None:
-        plan = scope.plan or {}
-        if "pod" in plan:
-            context.add_variable("pod", project(template.spec if template.spec is not None else {}, plan["pod"]))
-        if "podMeta" in plan:
-            context.add_variable("podMeta", project(template.metadata, plan["podMeta"]))
-        context.add_variable("template", template.name)
-
-    @staticmethod
-    def _bind_container(context, scope: _Scope, container: Container) -> None:
-        if "container" in (scope.plan or {}):
-            context.add_variable("container", project(container.obj, scope.plan["container"]))
-        context.add_variable("containerType", container.section)
-
     def _action(self, policy: Policy, rule: Rule, scope: _Scope) -> str:
         action = self._actions[policy.id]
         if rule.action:
             action = lower(action, rule.action)
         return lower(action, scope.ceiling)
 
-    def _run(self, context, scope: _Scope, policy: Policy, base: str,
-             template: Optional[PodTemplate], container: Optional[Container]) -> None:
+    def _run(self, context, scope: _Scope, policy: Policy, base: str, template: Optional[PodTemplate],
+             container: Optional[Container], t: Optional[int] = None, c: Optional[int] = None) -> None:
         target = container.obj if container else (template.spec if template else scope.resource.obj)
         level = "container" if container else ("pod" if template else "object")
-        for rule in policy.rules:
-            if rule.target != level:
-                continue
-            if rule.needs_pod and (template is None or template.spec is None):
-                continue
+        classes = scope.evaluation.classes
+        active = [rule for rule in policy.rules
+                  if rule.target == level and not (rule.classes and not rule.classes <= classes)
+                  and not (rule.needs_pod and (template is None or template.spec is None))
+                  # a `when` that starts with has() of an absent field is false: no CEL at all
+                  and not (rule.presence and not _present(rule.presence, scope.resource.obj, template, container))]
+        if not active:
+            return
+        if not scope.bound:
+            self._bind_resource(context, scope, list(scope.chosen))
+            scope.bound = True
+        simple = tuple(rule for rule in active if rule.expression is not None and not rule.requires)
+        if simple:
+            # Fast path: one program for all of them; only when it is not plainly true are they run one by one,
+            # to find which failed. Most objects pass most rules.
+            try:
+                if self._run_cel(context, scope, policy.all_pass(simple), t, c) is True:
+                    active = [rule for rule in active if rule.expression is None or rule.requires]
+            except Exception:
+                pass
+        for rule in active:
             # A `when` that reads no cluster fact decides first whether the rule applies at all, so unknown facts
             # make a rule skip only where it applies (a CPU-only template is not "skipped" by a GPU quota rule).
             early = rule.when is not None and "cluster" not in rule.when.variables
             if early:
                 try:
-                    if rule.when(context) is not True:
+                    if self._run_cel(context, scope, rule.when, t, c) is not True:
                         continue
                 except Exception as exc:
                     self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
@@ -291,20 +343,30 @@ class Engine:
                           _where(base, container, rule.path))
                 continue
             try:
-                if not early and rule.when is not None and rule.when(context) is not True:
+                if not early and rule.when is not None and self._run_cel(context, scope, rule.when, t, c) is not True:
                     continue
                 if rule.expression is not None:
-                    if rule.expression(context) is not True:
-                        self._add(scope, policy, rule, "fail", rule.message.render(context),
+                    if self._run_cel(context, scope, rule.expression, t, c) is not True:
+                        self._add(scope, policy, rule, "fail", self._render(context, scope, rule, t, c),
                                   _where(base, container, rule.path))
                 else:
                     for path, detail in rule.schema.errors(target):
                         context.add_variable("error", detail)
-                        self._add(scope, policy, rule, "fail", rule.message.render(context),
+                        self._add(scope, policy, rule, "fail", self._render(context, scope, rule, t, c),
                                   _where(base, container, jp.join("", *path)))
             except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
                 self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
                           _where(base, container, rule.path))
+
+    def _run_cel(self, context, scope: _Scope, expression, t: Optional[int], c: Optional[int]) -> Any:
+        if expression.whole - scope.whole:
+            self._bind_whole(context, scope, expression.whole)
+        return expression.run(context, t, c)
+
+    def _render(self, context, scope: _Scope, rule: Rule, t: Optional[int], c: Optional[int]) -> str:
+        if rule.message.whole - scope.whole:
+            self._bind_whole(context, scope, rule.message.whole)
+        return rule.message.render(context, t, c)
 
     @staticmethod
     def _unknown_facts(rule: Rule, scope: _Scope) -> bool:
@@ -334,30 +396,34 @@ class Engine:
         context = self._context()
         self._bind_resource(context, scope, chosen, mutating=True)
         for policy in chosen:
-            for template in scope.workload.templates:
+            index = 0
+            for position, template in enumerate(scope.workload.templates):
+                first = index
+                index += len(template.containers)
                 if template.spec is None:
                     continue
-                self._bind_template(context, scope, template)
                 for mutation in policy.mutations:
                     if mutation.target == "pod":
-                        if self._mutate_at(context, working, template.spec_pointer, mutation, out, policy.id):
-                            self._bind_template(context, scope, template)  # later `when`s must see the change
+                        if self._mutate_at(context, working, template.spec_pointer, mutation, out, policy.id,
+                                           position, None):
+                            self._bind(context, scope)  # later `when`s must see the change
                         continue
-                    for container in template.containers:
+                    for offset, container in enumerate(template.containers):
                         if container.rename or policy.containers not in ("all", container.section):
                             continue
-                        self._bind_container(context, scope, container)
-                        if self._mutate_at(context, working, container.pointer, mutation, out, policy.id):
-                            self._bind_template(context, scope, template)
+                        if self._mutate_at(context, working, container.pointer, mutation, out, policy.id,
+                                           position, first + offset):
+                            self._bind(context, scope)
         out.patched = working
         return out
 
-    def _mutate_at(self, context, working: dict, base: str, mutation, out: Mutation, policy_id: str) -> bool:
+    def _mutate_at(self, context, working: dict, base: str, mutation, out: Mutation, policy_id: str,
+                   t: Optional[int], c: Optional[int]) -> bool:
         """Add one operation where `mutation` applies at `base`; True when something changed."""
         try:
-            if mutation.when is not None and mutation.when(context) is not True:
+            if mutation.when is not None and mutation.when.run(context, t, c) is not True:
                 return False
-            value = mutation.value(context)
+            value = mutation.value.run(context, t, c)
         except Exception as exc:
             out.errors.append(f"{policy_id}/{mutation.name} at {base or '/'}: {exc}")
             return False
@@ -372,6 +438,24 @@ class Engine:
             out.by_policy.setdefault(policy_id, []).append(operation)
             return True
         return False
+
+
+def _present(presence: tuple, obj: dict, template: Optional[PodTemplate], container: Optional[Container]) -> bool:
+    """Whether every (variable, field path) exists, as CEL's has() would see it."""
+    for variable, path in presence:
+        if variable == "container":
+            node = container.obj if container else None
+        elif variable == "pod":
+            node = template.spec if template else None
+        elif variable == "podMeta":
+            node = template.metadata if template else None
+        else:
+            node = obj
+        for name in path:
+            if not isinstance(node, dict) or name not in node:
+                return False
+            node = node[name]
+    return True
 
 
 def _where(base: str, container: Optional[Container], path: str) -> str:

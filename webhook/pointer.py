@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Iterable
 
 _MISSING = object()
@@ -21,17 +22,22 @@ def join(base: str, *tokens: object) -> str:
 
 
 def split(pointer: str) -> list[str]:
+    return list(_split(pointer))
+
+
+@lru_cache(maxsize=8192)
+def _split(pointer: str) -> tuple[str, ...]:
     if not pointer:
-        return []
+        return ()
     if not pointer.startswith("/"):
         raise ValueError(f"JSON pointer {pointer!r} must start with '/'")
-    return [unescape(t) for t in pointer[1:].split("/")]
+    return tuple(unescape(t) for t in pointer[1:].split("/"))
 
 
 def resolve(document: Any, pointer: str, default: Any = None) -> Any:
     """The value at `pointer`, or `default` when any step is missing or of the wrong type."""
     node = document
-    for token in split(pointer):
+    for token in _split(pointer):
         if isinstance(node, dict):
             node = node.get(token, _MISSING)
         elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
@@ -43,6 +49,7 @@ def resolve(document: Any, pointer: str, default: Any = None) -> Any:
     return node
 
 
+@lru_cache(maxsize=8192)
 def relative(base: str, rel: str) -> str:
     """Resolve a relative pointer such as ``template/spec`` or ``../../replicas`` against `base`."""
     tokens = split(base)

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Optional
 from jsonschema import Draft202012Validator
 
 from . import pointer as jp
-from .celenv import CelError, Expression, Template, merge_usage
+from .celenv import CelError, Expression, Template, merge_usage, required_presence
 from .resource import Resource
 from .schemarule import SchemaRule, locate_error
 from .sources import load_paths
@@ -59,6 +59,9 @@ class Rule:
     variables: frozenset = frozenset()
     fields: dict = field(default_factory=dict)  # bound object -> top-level fields read (None: all)
     target: str = "container"  # the level it is evaluated at: the policy's target, or `pod` in a container policy
+    classes: frozenset = frozenset()  # the workload must have all of these for the rule to apply
+    whole: frozenset = frozenset()  # bound objects this rule reads whole (not field by field)
+    presence: tuple = ()  # (variable, field path) that its `when` requires, checked before any CEL
 
     @property
     def needs_pod(self) -> bool:
@@ -140,12 +143,29 @@ class Policy:
     variables: frozenset = field(init=False, default=frozenset())
     fields: dict = field(init=False, default_factory=dict)
     mutation_fields: dict = field(init=False, default_factory=dict)
+    partial_fields: dict = field(init=False, default_factory=dict)
+    _all_pass: dict = field(init=False, default_factory=dict, repr=False)
     requires: frozenset = field(init=False, default=frozenset())
+
+    def all_pass(self, rules: tuple) -> Expression:
+        """One program that is true exactly when every rule passes (`!when || expression`), built once per set."""
+        key = tuple(rule.name for rule in rules)
+        found = self._all_pass.get(key)
+        if found is None:
+            source = " && ".join(
+                f"(!({rule.when.compiled}) || ({rule.expression.compiled}))" if rule.when is not None
+                else f"({rule.expression.compiled})" for rule in rules)
+            found = self._all_pass[key] = Expression(source)
+        return found
 
     def __post_init__(self) -> None:
         # Derived once: the engine asks for these on every evaluation.
         self.variables = frozenset().union(*(r.variables for r in self.rules), *(m.variables for m in self.mutations))
         self.fields = merge_usage([r.fields for r in self.rules])  # what evaluation binds
+        # Fields of the rules that read only fields: bound up front. A rule that reads a whole object (passes
+        # `pod` to a function) makes the engine bind the whole object only when that rule is about to run.
+        self.partial_fields = merge_usage([{k: v for k, v in r.fields.items() if v is not None}
+                                           for r in self.rules])
         self.mutation_fields = merge_usage([m.fields for m in self.mutations])  # what mutation binds
         self.requires = frozenset(fact for rule in self.rules for fact in rule.requires)
 
@@ -172,11 +192,11 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         params[key] = value
     problems: list[tuple[str, str]] = []
 
-    def expression(text: Optional[str], where: str) -> Optional[Expression]:
+    def expression(text: Optional[str], where: str, boolean: bool = True) -> Optional[Expression]:
         if text is None:
             return None
         try:
-            return Expression(text, params)
+            return Expression(text, params, boolean)
         except CelError as exc:
             problems.append((where, f"CEL does not compile: {exc}"))
             return None
@@ -199,6 +219,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             requires=tuple(raw.get("requires", ())),
             when_unknown=raw.get("whenUnknown", "skip"),
             target=raw.get("target", doc["target"]),
+            classes=frozenset(raw.get("classes", ())),
+            presence=required_presence(raw["when"]) if raw.get("when") else (),
         )
         if rule.target != doc["target"] and not (rule.target == "pod" and doc["target"] == "container"):
             problems.append((f"{where}/target", "only a rule of a container policy can target the pod"))
@@ -210,6 +232,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         parts = [p for p in (rule.when, rule.expression) if p is not None]
         rule.variables = message.variables.union(*(p.variables for p in parts))
         rule.fields = merge_usage([message.fields] + [p.fields for p in parts])
+        rule.whole = frozenset(name for name, fields in rule.fields.items() if fields is None)
         if rule.schema is not None and doc["target"] == "container":
             rule.variables |= {"container"}
         rules.append(rule)
@@ -217,7 +240,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     mutations = []
     for position, raw in enumerate(doc.get("mutations") or ()):
         where = f"/mutations/{position}"
-        value = expression(raw["value"], f"{where}/value")
+        value = expression(raw["value"], f"{where}/value", boolean=False)
         when = expression(raw.get("when"), f"{where}/when")
         target = raw.get("target", doc["target"])
         if target not in ("pod", "container"):

@@ -304,6 +304,18 @@ def _devices(templates: list[PodTemplate], classification: Classification) -> fr
     return frozenset(found)
 
 
+def template_devices(template: PodTemplate, classification: Classification) -> list[str]:
+    """Accelerator resources that some container of the template asks for in a non-zero quantity."""
+    found = set()
+    for container in template.containers:
+        resources = container.obj.get("resources") or {}
+        for section in ("limits", "requests"):
+            for name, quantity in (resources.get(section) or {}).items():
+                if classification.is_accelerator(str(name)) and parse_quantity(quantity) > 0:
+                    found.add(str(name))
+    return sorted(found)
+
+
 def build_workload(resource: Resource, classification: Classification,
                    namespace_labels: Optional[dict] = None) -> Optional[Workload]:
     """The workload view of a resource, or None when the kind bears no pods.
