@@ -15,6 +15,7 @@ from typing import Iterable, Iterator
 import yaml
 
 from .resource import InputError, Origin, Resource
+from .yamlnodes import construct
 
 try:
     _Loader = yaml.CSafeLoader
@@ -79,7 +80,7 @@ def load_text(text: str, filename: str) -> Loaded:
         while loader.check_node():
             node = loader.get_node()
             try:
-                data = loader.construct_document(node)
+                data = construct(node, loader.construct_document)
             except yaml.YAMLError as exc:
                 loaded.errors.append(_yaml_error(filename, exc))
                 index += 1

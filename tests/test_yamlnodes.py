@@ -1,0 +1,67 @@
+"""The fast constructor builds exactly what yaml.safe_load builds, on the corpus and on YAML's odd corners."""
+
+import glob
+import os
+
+import pytest
+import yaml
+
+from webhook.yamlnodes import construct
+
+CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
+
+ODD = """\
+plain: text
+quoted: "0755"
+octal: 0755
+hex: 0x1F
+underscored: 1_000
+sexagesimal: 1:30
+negative: -12
+float: 1.5e3
+inf: .inf
+bools: [yes, No, TRUE, off, on]
+nulls: [~, null, ]
+date: 2026-11-29
+stamp: 2026-11-29T16:00:00Z
+anchor: &a {cpu: "1", memory: 1Gi}
+alias: *a
+merged:
+  <<: *a
+  cpu: "2"
+binary: !!binary aGVsbG8=
+set: !!set {a, b}
+multi: |
+  line one
+  line two
+"""
+
+
+def construct_all(text):
+    loader = yaml.CSafeLoader(text)
+    try:
+        out = []
+        while loader.check_node():
+            out.append(construct(loader.get_node(), loader.construct_document))
+        return out
+    finally:
+        loader.dispose()
+
+
+def test_odd_corners_match_safe_load():
+    assert construct_all(ODD) == list(yaml.safe_load_all(ODD))
+
+
+def test_aliases_stay_shared():
+    [doc] = construct_all("a: &x [1]\nb: *x\n")
+    assert doc["a"] is doc["b"]
+
+
+@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="needs ../shared/corpus")
+def test_corpus_matches_safe_load():
+    files = [f for f in glob.glob(os.path.join(CORPUS, "**", "*.y*ml"), recursive=True) if "_unparseable" not in f]
+    assert len(files) > 100
+    for path in files:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        assert construct_all(text) == list(yaml.safe_load_all(text)), path

@@ -1,0 +1,86 @@
+"""Python objects straight from composed YAML nodes: the fast half of loading manifests.
+
+libyaml parses and composes in C, and the composer has already resolved each
+scalar's tag; PyYAML's constructor then spends most of the load time in
+generic, generator-based Python. Manifests use a small corner of YAML (maps,
+lists, strings, ints, floats, bools, nulls, an occasional anchor or merge
+key), so this walks the node tree once and builds the same values directly,
+deferring to PyYAML's own constructor for anything else (timestamps, binary,
+sets, custom tags), so the result always equals `yaml.safe_load`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+_STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_BOOL = "tag:yaml.org,2002:bool"
+_NULL = "tag:yaml.org,2002:null"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+_MERGE = "tag:yaml.org,2002:merge"
+_PLAIN_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
+_BOOLS = {"yes": True, "true": True, "on": True, "no": False, "false": False, "off": False}
+
+
+class Fallback(Exception):
+    """A node this fast path leaves to PyYAML's constructor."""
+
+
+def construct(node: yaml.Node, fallback) -> Any:
+    """The value of `node`; `fallback(node)` builds the document with PyYAML when a node is unusual."""
+    try:
+        return _value(node, {})
+    except Fallback:
+        return fallback(node)
+
+
+def _value(node: yaml.Node, seen: dict) -> Any:
+    key = id(node)
+    if key in seen:  # an alias: the same object, as PyYAML gives it
+        return seen[key]
+    tag = node.tag
+    if isinstance(node, yaml.ScalarNode):
+        value = node.value
+        if tag == _STR:
+            return value
+        if tag == _INT:
+            if _PLAIN_INT.match(value):
+                return int(value)
+            raise Fallback()  # 0x.., 0o.., 1_000, sexagesimal: PyYAML's rules
+        if tag == _NULL:
+            return None
+        if tag == _BOOL:
+            return _BOOLS[value.lower()]
+        if tag == _FLOAT:
+            text = value.lower().replace("_", "")
+            if text in (".inf", "+.inf", "-.inf", ".nan") or ":" in text:
+                raise Fallback()
+            return float(text)
+        raise Fallback()
+    if isinstance(node, yaml.SequenceNode):
+        if tag != _SEQ:
+            raise Fallback()
+        out: list = []
+        seen[key] = out
+        out.extend(_value(item, seen) for item in node.value)
+        return out
+    if isinstance(node, yaml.MappingNode):
+        if tag != _MAP:
+            raise Fallback()
+        mapping: dict = {}
+        seen[key] = mapping
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE:
+                raise Fallback()
+            name = _value(key_node, seen)
+            if isinstance(name, (list, dict)):
+                raise Fallback()  # PyYAML reports unhashable keys with its own message
+            mapping[name] = _value(value_node, seen)
+        return mapping
+    raise Fallback()
