@@ -91,6 +91,9 @@ BOUND_OBJECTS = ("object", "pod", "podMeta", "container", "workload")
 _ACCESS = {name: re.compile(r"\b" + name + r"\b(\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)(\s*\()?)?") for name in BOUND_OBJECTS}
 
 
+_DEEPER = re.compile(r"\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)(\s*\()?")
+
+
 def field_usage(source: str) -> dict[str, frozenset | None]:
     """Top-level fields of each bound object that an expression reads; None: the whole object.
 
@@ -106,7 +109,12 @@ def field_usage(source: str) -> dict[str, frozenset | None]:
             if match.group(2) is None or match.group(3):
                 fields = None
                 break
-            fields.add(match.group(2))
+            field_name = match.group(2)
+            if name == "object":  # the object is large: look one level deeper (`object.spec.entrypoint`)
+                deeper = _DEEPER.match(source, match.end())
+                if deeper and not deeper.group(2):
+                    field_name = f"{field_name}.{deeper.group(1)}"
+            fields.add(field_name)
         if fields is None or fields:
             usage[name] = None if fields is None else frozenset(fields)
     return usage

@@ -28,10 +28,28 @@ from .resource import Resource
 from .workload import Container, PodTemplate, ShapeError, Workload, build_workload, template_devices
 
 def project(value: Any, fields: Optional[frozenset]) -> Any:
-    """The part of a bound object that the rules read (see celenv.field_usage): binding is the costly step."""
+    """The part of a bound object that the rules read (see celenv.field_usage): binding is the costly step.
+
+    A field may be `top.sub` (for `object`): then only `sub` of `top` is kept, unless `top` is read whole.
+    """
     if fields is None or not isinstance(value, dict):
         return value
-    return {k: value[k] for k in fields if k in value}
+    out: dict = {}
+    for name in fields:
+        if "." not in name:
+            if name in value:
+                out[name] = value[name]
+            continue
+        top, sub = name.split(".", 1)
+        if top in fields or not isinstance(value.get(top), dict):
+            if top in value and top not in fields:
+                out[top] = value[top]  # not a map: keep it as it is, CEL reports what the rule does with it
+            continue
+        if sub in value[top]:
+            out.setdefault(top, {})[sub] = value[top][sub]
+        else:
+            out.setdefault(top, {})
+    return out
 
 
 def lower(action: str, ceiling: Optional[str]) -> str:
