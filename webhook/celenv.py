@@ -117,7 +117,34 @@ def field_usage(source: str) -> dict[str, frozenset | None]:
             fields.add(field_name)
         if fields is None or fields:
             usage[name] = None if fields is None else frozenset(fields)
+    if _TEMPLATES.search("".join(_code_parts(source))):
+        usage["templates"] = template_usage(source)
     return usage
+
+
+TEMPLATE_KEYS = ("name", "podCount", "hasPodSpec", "spec", "metadata", "containers")
+_MACRO_VARIABLE = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,")
+_TEMPLATES = re.compile(r"(?<![.\w])templates\b(\s*\.\s*(?:all|exists|exists_one|map|filter)\s*\()?")
+
+
+def template_usage(source: str) -> frozenset | None:
+    """Keys (`spec.schedulerName`, `podCount`, ...) of the `templates` items that `source` reads; None: all.
+
+    `templates` is only ever walked by comprehensions (`templates.exists(t, t.spec.schedulerName ...)`), so
+    the items' keys read through any comprehension variable, one level deeper for `spec` and `metadata`, are
+    what must be bound. Any other use of `templates` asks for everything.
+    """
+    code = "".join(_code_parts(source))
+    uses = list(_TEMPLATES.finditer(code))
+    if any(use.group(1) is None for use in uses):
+        return None
+    fields: set[str] = set()
+    for variable in set(_MACRO_VARIABLE.findall(code)):
+        for access in re.finditer(r"(?<![.\w])" + variable + r"\s*\.\s*(" + "|".join(TEMPLATE_KEYS)
+                                  + r")\b(\s*\.\s*([A-Za-z_][A-Za-z0-9_]*))?", code):
+            key, deeper = access.group(1), access.group(3)
+            fields.add(f"{key}.{deeper}" if deeper and key in ("spec", "metadata") else key)
+    return frozenset(fields)
 
 
 def merge_usage(usages) -> dict[str, frozenset | None]:

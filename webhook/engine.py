@@ -215,7 +215,7 @@ class Engine:
             scope.plan = merge_usage(p.mutation_fields for p in chosen)
         else:
             scope.plan = merge_usage(p.partial_fields for p in chosen)
-            for name in ("object", "pod", "podMeta", "container", "workload"):
+            for name in ("object", "pod", "podMeta", "container", "workload", "templates"):
                 if name in variables:
                     scope.plan.setdefault(name, frozenset())  # read whole by some rule: bound when it runs
         scope.variables = variables
@@ -255,11 +255,11 @@ class Engine:
             context.add_variable("cluster", {k: v for k, v in scope.cluster.items() if v is not None})
         if "templates" in variables:
             # Every pod template, for rules about the whole workload (gang admission, spot checkpointing).
-            context.add_variable("templates", [{
+            context.add_variable("templates", [project({
                 "name": t.name, "podCount": t.pod_count, "hasPodSpec": t.spec is not None,
                 "spec": t.spec if t.spec is not None else {}, "metadata": t.metadata,
                 "containers": [c.obj for c in t.containers],
-            } for t in templates])
+            }, plan.get("templates")) for t in templates])
         if "pod" in variables:
             context.add_variable("_pods", [project(t.spec if t.spec is not None else {}, plan.get("pod"))
                                            for t in templates])
