@@ -127,11 +127,11 @@ class ServerProcess:
 @contextlib.contextmanager
 def start_server(directory: Path, args: Sequence[str] = (), workers: int = 1, threads: int = 4,
                  certs_dir: Optional[Path] = None, env: Optional[dict] = None,
-                 ready_timeout: float = 60) -> Iterator[ServerProcess]:
+                 ready_timeout: float = 60, port: Optional[int] = None) -> Iterator[ServerProcess]:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     certs_dir = Path(certs_dir) if certs_dir else make_certs(directory / "certs")
-    port = free_port()
+    port = port or free_port()  # a fixed port lets a test restart the server behind the same webhook URL
     log_path = directory / f"serve-{port}.log"
     command = [sys.executable, "-m", "webhook", "serve", "--host", "127.0.0.1", "--port", str(port),
                "--cert-file", str(certs_dir / "tls.crt"), "--key-file", str(certs_dir / "tls.key"),

@@ -742,3 +742,22 @@ def namespace(apiserver: ControlPlane, request: pytest.FixtureRequest) -> str:
     name = f"{base}-{uuid.uuid4().hex[:6]}"
     apiserver.kubectl("create", "namespace", name)
     return name
+
+
+@pytest.fixture(scope="session")
+def aiadmit_server(apiserver: ControlPlane, crds: list[str], tmp_path_factory: pytest.TempPathFactory):
+    """`aiadmit serve` with the arguments of manifests/base's Deployment, live facts from this API server
+    (tests/e2e/webhooks.py). Started once, NOT registered: a module registers it (webhooks.Webhook.register)
+    and unregisters it when done, so that the other modules' deliberately non-compliant objects are not
+    sent to it. Stopped (no process left) at the end of the session."""
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    from webhooks import Webhook
+
+    hook = Webhook(apiserver, tmp_path_factory.mktemp("aiadmit-webhook"))
+    hook.start()
+    try:
+        yield hook
+    finally:
+        hook.unregister()
+        hook.stop()
