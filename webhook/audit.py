@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
@@ -34,13 +36,64 @@ class AuditResult:
         return 1 if failing else 0
 
 
+# Below this many objects a second process costs more than it saves (fork, result transfer).
+PARALLEL_THRESHOLD = 400
+_SHARED: tuple = ()  # (engine, resources, facts), inherited by forked workers: nothing is pickled on the way in
+
+
+def default_jobs() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _evaluate_slice(bounds: tuple[int, int]) -> list[tuple]:
+    engine, resources, facts = _SHARED
+    out = []
+    for index in range(*bounds):
+        evaluation = engine.evaluate(resources[index], facts)
+        out.append((index, [(f.policy, f.rule, f.action, f.result, f.message, f.pointer) for f in evaluation.findings],
+                    evaluation.errors, evaluation.notes, evaluation.classes, evaluation.evaluated,
+                    evaluation.policies))
+    return out
+
+
+def evaluate_all(engine: Engine, resources: list[Resource], facts: ClusterFacts, jobs: int = 1) -> list[Evaluation]:
+    """Evaluate every resource; with `jobs` > 1 and enough objects, in forked worker processes.
+
+    An audit of a repository or a cluster is embarrassingly parallel once the
+    cluster facts are built from the whole input, and the GIL keeps one process
+    on one core. Workers are forked after loading, so they share the loaded
+    objects, the compiled policies and the facts; only findings come back, and
+    they are rebuilt around the parent's resources (whose YAML nodes give lines).
+    """
+    if jobs <= 1 or len(resources) < PARALLEL_THRESHOLD or "fork" not in multiprocessing.get_all_start_methods():
+        return [engine.evaluate(resource, facts) for resource in resources]
+    global _SHARED
+    _SHARED = (engine, resources, facts)
+    try:
+        step = -(-len(resources) // (jobs * 4))
+        slices = [(start, min(start + step, len(resources))) for start in range(0, len(resources), step)]
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            parts = pool.map(_evaluate_slice, slices)
+    finally:
+        _SHARED = ()
+    evaluations = []
+    for part in parts:
+        for index, findings, errors, notes, classes, evaluated, applied in part:
+            resource = resources[index]
+            evaluation = Evaluation(resource, errors=errors, notes=notes, classes=classes, evaluated=evaluated,
+                                    policies=applied)
+            evaluation.findings = [Finding(policy, rule, action, result, message, resource, pointer)
+                                   for policy, rule, action, result, message, pointer in findings]
+            evaluations.append(evaluation)
+    return evaluations
+
+
 def audit_resources(engine: Engine, resources: Iterable[Resource], facts: Optional[ClusterFacts] = None,
-                    policies: Optional[set] = None, skip: Optional[set] = None) -> AuditResult:
+                    policies: Optional[set] = None, skip: Optional[set] = None, jobs: int = 1) -> AuditResult:
     resources = list(resources)
     facts = facts if facts is not None else OfflineFacts(resources)
     result = AuditResult()
-    for resource in resources:
-        evaluation = engine.evaluate(resource, facts)
+    for evaluation in evaluate_all(engine, resources, facts, jobs):
         if policies:
             evaluation.findings = [f for f in evaluation.findings if f.policy in policies]
             evaluation.policies = tuple(p for p in evaluation.policies if p in policies)

@@ -249,9 +249,9 @@ def read_cluster(api, context: str, engine: Engine, namespaces: Optional[list[st
 
 def audit_cluster(engine: Engine, api, context: str, namespaces: Optional[list[str]] = None,
                   include_owned: bool = False, policies: Optional[set] = None, skip: Optional[set] = None,
-                  page_size: int = PAGE_SIZE, progress: Optional[Progress] = None) -> AuditResult:
+                  page_size: int = PAGE_SIZE, progress: Optional[Progress] = None, jobs: int = 1) -> AuditResult:
     listed = read_cluster(api, context, engine, namespaces, include_owned, page_size, progress)
-    return audit_resources(engine, listed.resources, facts=listed.facts, policies=policies, skip=skip)
+    return audit_resources(engine, listed.resources, facts=listed.facts, policies=policies, skip=skip, jobs=jobs)
 
 
 def apply_reports(api, reports: Iterable[dict], namespaces: Optional[list[str]] = None,

@@ -7,8 +7,10 @@ cost nothing until a finding asks for one.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
@@ -51,7 +53,31 @@ def iter_manifest_files(paths: Iterable[str]) -> Iterator[str]:
                     yield os.path.join(root, name)
 
 
+@contextmanager
+def _collector_paused():
+    """Pause Python's cyclic garbage collector while loading, then move what was loaded out of its reach.
+
+    Loading allocates millions of small acyclic objects (nodes, maps, strings) that
+    stay alive; every collection the allocation triggered would walk all of them
+    again, which made loading 5,000 objects 3x slower than loading 179 (measured:
+    bench/RESULTS.md). `gc.freeze()` keeps later collections from rescanning them.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.freeze()
+            gc.enable()
+
+
 def load_paths(paths: Iterable[str], stdin_name: str = "<stdin>") -> Loaded:
+    with _collector_paused():
+        return _load_paths(paths, stdin_name)
+
+
+def _load_paths(paths: Iterable[str], stdin_name: str) -> Loaded:
     loaded = Loaded()
     for path in iter_manifest_files(paths):
         if path == "-":

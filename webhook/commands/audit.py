@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-from ..audit import audit_paths
+from ..audit import audit_paths, default_jobs
 from ..reports import FORMATS, render
 from ..reports.policyreport import DEFAULT_MAX_BYTES, DEFAULT_MAX_REPORTS, ETCD_LIMIT
 from . import add_engine_options, load_engine
@@ -23,6 +23,8 @@ def register(subparsers) -> None:
         description="Check Kubernetes manifests, or what runs in a cluster, against the policy bundle.")
     parser.add_argument("paths", nargs="*", metavar="PATH", help="file, directory (recursive) or - for stdin")
     parser.add_argument("--format", "-f", choices=sorted(FORMATS), default="text")
+    parser.add_argument("--jobs", "-j", type=int, default=0, metavar="N",
+                        help="processes evaluating in parallel (default: one per available core; 1: none)")
     parser.add_argument("--fail-on", choices=("deny", "warn", "never"), default="deny",
                         help="lowest action that makes the exit code 1 (default deny)")
     parser.add_argument("--policy", action="append", metavar="ID", help="only these policies (repeatable)")
@@ -82,7 +84,8 @@ def run(args) -> int:
     unknown = sorted((set(args.policy or []) | set(args.skip or [])) - set(engine.by_id))
     if unknown:
         return _usage(f"unknown policy id(s): {', '.join(unknown)} (see `aiadmit policies`)")
-    selection = {"policies": set(args.policy or []) or None, "skip": set(args.skip or []) or None}
+    selection = {"policies": set(args.policy or []) or None, "skip": set(args.skip or []) or None,
+                 "jobs": args.jobs if args.jobs > 0 else default_jobs()}
     api = None
     if args.cluster:
         from ..clusteraudit import ClusterError, Progress, audit_cluster, connect

@@ -1,0 +1,30 @@
+"""Evaluating in forked workers gives exactly what one process gives, lines included."""
+
+import os
+import shutil
+
+import pytest
+
+from webhook.audit import PARALLEL_THRESHOLD, audit_paths
+from webhook.engine import Engine
+
+CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
+
+
+def flat(result):
+    return [(f.policy, f.rule, f.action, f.result, f.message, f.pointer, f.resource.name, f.position())
+            for f in result.findings]
+
+
+@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="needs ../shared/corpus")
+def test_parallel_equals_sequential(tmp_path):
+    # Enough copies of the corpus to cross the threshold, so the workers really run.
+    for copy in range(-(-PARALLEL_THRESHOLD // 150) + 1):
+        shutil.copytree(CORPUS, tmp_path / f"copy{copy}", ignore=shutil.ignore_patterns("_unparseable"))
+    engine = Engine.load()
+    sequential = audit_paths(engine, [str(tmp_path)], jobs=1)
+    parallel = audit_paths(engine, [str(tmp_path)], jobs=2)
+    assert len(sequential.evaluations) >= PARALLEL_THRESHOLD
+    assert flat(parallel) == flat(sequential)
+    assert [e.policies for e in parallel.evaluations] == [e.policies for e in sequential.evaluations]
+    assert parallel.errors == sequential.errors and parallel.exit_code() == sequential.exit_code()
