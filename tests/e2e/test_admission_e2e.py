@@ -436,7 +436,9 @@ def test_certificate_rotation_loses_no_request(apiserver, webhook, gpu_namespace
     """`aiadmit certs rotate` rewrites tls.crt/tls.key (same CA, so the caBundle stays) while four clients keep
     sending creates through the API server; every one must get our webhook's answer. The API server keeps its
     connections to the webhook alive (the server's keep-alive is 75 s), so once the new certificate is served a
-    burst of eight more clients makes it open new ones, and those must be answered too."""
+    burst of four more clients makes it open new ones, and those must be answered too. (Twelve clients on the two
+    cores once starved one request past the 5 s webhook timeout while other suites ran: a CPU stall, not a lost
+    certificate; eight keep the test about rotation.)"""
     old_cert = webhook.served_certificate()
     outcomes: list[tuple[float, int, str]] = []
     stop = threading.Event()
@@ -464,7 +466,7 @@ def test_certificate_rotation_loses_no_request(apiserver, webhook, gpu_namespace
         finally:
             api.close()
 
-    threads = [threading.Thread(target=client_loop, args=(i,), daemon=True) for i in range(12)]
+    threads = [threading.Thread(target=client_loop, args=(i,), daemon=True) for i in range(8)]
     for t in threads:
         t.start()
     try:
@@ -476,7 +478,7 @@ def test_certificate_rotation_loses_no_request(apiserver, webhook, gpu_namespace
         switched_at = time.monotonic()
         before_peers = established_peers(webhook.port)
         time.sleep(1)
-        burst.set()  # eight more clients: the API server needs more connections than it has
+        burst.set()  # four more clients: the API server needs more connections than it has
         time.sleep(3)
         after_peers = established_peers(webhook.port)
     finally:
