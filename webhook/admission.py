@@ -34,7 +34,7 @@ from typing import Any, Optional
 
 from .engine import Engine
 from .facts import ClusterFacts
-from .findings import Evaluation, Finding
+from .findings import Finding
 from .resource import Origin, Resource
 from .workload import ShapeError, build_workload
 

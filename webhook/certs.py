@@ -28,6 +28,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from .atomicfile import write_atomic
+
 CA_DAYS = 5 * 365
 SERVING_DAYS = 365
 RENEW_BEFORE_DAYS = 30  # `--dev` regenerates a serving pair that expires sooner than this
@@ -122,22 +124,6 @@ def new_serving(ca: Pair, hosts: list[str], days: int = SERVING_DAYS) -> Pair:
 
 
 # ---------------------------------------------------------------------- files
-def _write_atomic(path: str, data: bytes, mode: int) -> None:
-    tmp = f"{path}.tmp.{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def cert_pem(cert: x509.Certificate) -> bytes:
     return cert.public_bytes(serialization.Encoding.PEM)
 
@@ -149,8 +135,8 @@ def key_pem(key) -> bytes:
 
 def write_pair(pair: Pair, cert_path: str, key_path: str) -> None:
     """Key first, then certificate: a reloading server that sees a new cert finds its key already there."""
-    _write_atomic(key_path, key_pem(pair.key), 0o600)
-    _write_atomic(cert_path, cert_pem(pair.cert), 0o644)
+    write_atomic(key_path, key_pem(pair.key), 0o600)
+    write_atomic(cert_path, cert_pem(pair.cert), 0o644)
 
 
 def read_pair(cert_path: str, key_path: str) -> Pair:

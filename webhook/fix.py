@@ -21,7 +21,6 @@ import difflib
 import io
 import os
 import re
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
@@ -32,6 +31,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError as RuamelError
 
 from . import pointer as jp
+from .atomicfile import write_atomic
 from .engine import Engine
 from .facts import OfflineFacts
 from .resource import InputError
@@ -237,21 +237,6 @@ def _verify(new_body: str, changes: list[tuple]) -> Optional[str]:
     return None
 
 
-def write_atomic(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    mode = os.stat(path).st_mode & 0o7777
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".aiadmit-fix-")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-
-
 def fix_paths(engine: Engine, paths: list[str], write: bool = True, policies: Optional[set] = None,
               skip: Optional[set] = None) -> list[FileFix]:
     results = []
@@ -264,6 +249,6 @@ def fix_paths(engine: Engine, paths: list[str], write: bool = True, policies: Op
             continue
         result = fix_text(engine, text, path, policies, skip)
         if write and result.changed:
-            write_atomic(path, result.fixed)
+            write_atomic(path, result.fixed.encode("utf-8"), os.stat(path).st_mode & 0o7777)
         results.append(result)
     return results
