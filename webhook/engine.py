@@ -330,13 +330,19 @@ class Engine:
             scope.bound = True
         simple = tuple(rule for rule in active if rule.expression is not None and not rule.requires)
         if simple:
-            # Fast path: one program for all of them; only when it is not plainly true are they run one by one,
-            # to find which failed. Most objects pass most rules.
+            # Fast path: every verdict from one program. Only if it cannot give them all (a rule raised, or answered
+            # something other than a boolean) do the rules run one by one below, to say which.
             try:
-                if self._run_cel(context, scope, policy.all_pass(simple), t, c) is True:
-                    active = [rule for rule in active if rule.expression is None or rule.requires]
+                verdicts = self._run_cel(context, scope, policy.verdicts(simple), t, c)
             except Exception:
-                pass
+                verdicts = None
+            if isinstance(verdicts, list) and len(verdicts) == len(simple) \
+                    and all(isinstance(verdict, bool) for verdict in verdicts):
+                for rule, verdict in zip(simple, verdicts):
+                    if not verdict:
+                        self._add(scope, policy, rule, "fail", self._render(context, scope, rule, t, c),
+                                  _where(base, container, rule.path))
+                active = [rule for rule in active if rule.expression is None or rule.requires]
         for rule in active:
             # A `when` that reads no cluster fact decides first whether the rule applies at all, so unknown facts
             # make a rule skip only where it applies (a CPU-only template is not "skipped" by a GPU quota rule).

@@ -144,18 +144,21 @@ class Policy:
     fields: dict = field(init=False, default_factory=dict)
     mutation_fields: dict = field(init=False, default_factory=dict)
     partial_fields: dict = field(init=False, default_factory=dict)
-    _all_pass: dict = field(init=False, default_factory=dict, repr=False)
+    _verdicts: dict = field(init=False, default_factory=dict, repr=False)
     requires: frozenset = field(init=False, default=frozenset())
 
-    def all_pass(self, rules: tuple) -> Expression:
-        """One program that is true exactly when every rule passes (`!when || expression`), built once per set."""
+    def verdicts(self, rules: tuple) -> Expression:
+        """One program giving every rule's verdict (`!when || expression`) as a list of booleans, built once per set.
+
+        One CEL run instead of two per rule; a rule that raises makes the whole list raise, and the engine then
+        runs the rules one by one to say which one could not be evaluated.
+        """
         key = tuple(rule.name for rule in rules)
-        found = self._all_pass.get(key)
+        found = self._verdicts.get(key)
         if found is None:
-            source = " && ".join(
-                f"(!({rule.when.compiled}) || ({rule.expression.compiled}))" if rule.when is not None
-                else f"({rule.expression.compiled})" for rule in rules)
-            found = self._all_pass[key] = Expression(source)
+            found = self._verdicts[key] = Expression("[" + ", ".join(
+                f"!({rule.when.compiled}) || ({rule.expression.compiled})" if rule.when is not None
+                else f"({rule.expression.compiled})" for rule in rules) + "]", boolean=False)
         return found
 
     def __post_init__(self) -> None:
