@@ -65,3 +65,14 @@ def test_corpus_matches_safe_load():
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
         assert construct_all(text) == list(yaml.safe_load_all(text)), path
+
+
+def test_memoised_resolution_keeps_quoting_apart():
+    """The loader memoises tags by text and quoting: `yes` is a bool, `"yes"` stays a string, every time."""
+    from webhook.sources import load_text
+
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: 'yes', b: yes, c: '1', d: 1, e: on}\n"
+    for _ in range(3):
+        [resource] = load_text(text, "x.yaml").resources
+        assert resource.obj == yaml.safe_load(text)
+        assert resource.obj["data"] == {"a": "yes", "b": True, "c": "1", "d": 1, "e": True}

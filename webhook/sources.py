@@ -20,9 +20,33 @@ from .resource import InputError, Origin, Resource
 from .yamlnodes import construct
 
 try:
-    _Loader = yaml.CSafeLoader
+    _Base = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - libyaml is part of PyYAML's wheels
-    _Loader = yaml.SafeLoader
+    _Base = yaml.SafeLoader
+
+
+class _Loader(_Base):
+    """libyaml's safe loader, with the implicit tag of short scalars memoised.
+
+    libyaml calls back into PyYAML's Python resolver for every scalar, which
+    tries a list of regular expressions each time; manifests repeat the same
+    keys and values ("name", "image", "Always", "1") endlessly. The memo is
+    keyed on the scalar's text and its implicit flags, exactly what the
+    resolution depends on (no path resolvers are registered on safe loaders).
+    """
+
+    _memo: dict = {}
+
+    def resolve(self, kind, value, implicit):
+        if kind is yaml.ScalarNode and len(value) <= 64:
+            key = (value, implicit)
+            tag = _Loader._memo.get(key)
+            if tag is None:
+                tag = _Base.resolve(self, kind, value, implicit)
+                if len(_Loader._memo) < 100_000:
+                    _Loader._memo[key] = tag
+            return tag
+        return _Base.resolve(self, kind, value, implicit)
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 _SKIPPED_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", ".tox"}
