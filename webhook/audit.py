@@ -11,7 +11,8 @@ from .engine import Engine
 from .facts import ClusterFacts, OfflineFacts
 from .findings import Evaluation, Finding
 from .resource import InputError, Resource
-from .sources import load_paths
+from .fileaudit import audit_files
+from .sources import iter_manifest_files, load_paths
 
 
 @dataclass
@@ -92,8 +93,12 @@ def audit_resources(engine: Engine, resources: Iterable[Resource], facts: Option
                     policies: Optional[set] = None, skip: Optional[set] = None, jobs: int = 1) -> AuditResult:
     resources = list(resources)
     facts = facts if facts is not None else OfflineFacts(resources)
+    return _assemble(evaluate_all(engine, resources, facts, jobs), policies, skip)
+
+
+def _assemble(evaluations: list[Evaluation], policies: Optional[set], skip: Optional[set]) -> AuditResult:
     result = AuditResult()
-    for evaluation in evaluate_all(engine, resources, facts, jobs):
+    for evaluation in evaluations:
         if policies:
             evaluation.findings = [f for f in evaluation.findings if f.policy in policies]
             evaluation.policies = tuple(p for p in evaluation.policies if p in policies)
@@ -108,9 +113,16 @@ def audit_resources(engine: Engine, resources: Iterable[Resource], facts: Option
     return result
 
 
-def audit_paths(engine: Engine, paths: list[str], **kwargs) -> AuditResult:
-    loaded = load_paths(paths)
-    result = audit_resources(engine, loaded.resources, **kwargs)
+def audit_paths(engine: Engine, paths: list[str], policies: Optional[set] = None, skip: Optional[set] = None,
+                jobs: int = 1) -> AuditResult:
+    files = list(iter_manifest_files(paths))
+    parallel = audit_files(engine, files, jobs)
+    if parallel is not None:
+        loaded, evaluations = parallel
+        result = _assemble(evaluations, policies, skip)
+    else:
+        loaded = load_paths(files)
+        result = audit_resources(engine, loaded.resources, policies=policies, skip=skip, jobs=jobs)
     result.errors = loaded.errors + result.errors
     result.skipped = loaded.skipped
     return result

@@ -18,7 +18,7 @@ import re
 from functools import lru_cache
 from typing import Any, Callable
 
-import cel
+from ._celext import cel
 
 from .quantity import QuantityError, format_bytes, parse_quantity
 from .quotascope import quota_selects

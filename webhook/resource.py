@@ -40,6 +40,12 @@ class Origin:
     uid: Optional[str] = None
     operation: Optional[str] = None
     cluster: Optional[str] = None
+    positions: Optional[dict] = None  # pointer -> (line, column), computed where the node was (audit workers)
+
+    @property
+    def located(self) -> bool:
+        """Whether positions in the file are known (a YAML node, or positions computed from one)."""
+        return self.node is not None or self.positions is not None
 
     def position(self, pointer: str) -> tuple[int, int]:
         """1-based line and column of the deepest node on `pointer` that exists (0, 0 if unknown).
@@ -48,7 +54,7 @@ class Origin:
         """
         node = self.node
         if node is None:
-            return (0, 0)
+            return (self.positions or {}).get(pointer, (0, 0))
         mark = node.start_mark
         for token in jp.split(self.base + pointer):
             if isinstance(node, yaml.MappingNode):

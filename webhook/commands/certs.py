@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import sys
 
-from .. import certs
 
 WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
 
@@ -35,6 +34,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from .. import certs  # cryptography: imported by the command that needs it, not by every aiadmit start
+
     hosts = certs.service_names(args.service, args.namespace) + list(args.host)
     try:
         if args.certs_action == "generate":

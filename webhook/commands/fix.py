@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 
-from ..fix import fix_paths
 from . import add_engine_options, load_engine
 
 
@@ -40,6 +39,8 @@ def run(args) -> int:
     if unknown:
         print(f"error: unknown policy id(s): {', '.join(unknown)} (see `aiadmit policies`)", file=sys.stderr)
         return 2
+    from ..fix import fix_paths  # ruamel.yaml: only the fixer needs it
+
     results = fix_paths(engine, args.paths, write=not args.check, policies=set(args.policy or []) or None,
                         skip=set(args.skip or []) or None)
     changed = errors = 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sys
 
-from .. import certs
 from . import add_engine_options
 
 DEV_DIR = os.path.join("certs", "dev")
@@ -58,6 +57,8 @@ def register(subparsers) -> None:
 
 
 def _dev_certs() -> tuple[str, str] | None:
+    from .. import certs
+
     problem = certs.usable(DEV_DIR, DEV_HOSTS)
     if problem:
         print(f"aiadmit: generating dev certificates in {DEV_DIR}/ ({problem})", file=sys.stderr)
@@ -68,6 +69,7 @@ def _dev_certs() -> tuple[str, str] | None:
 
 
 def run(args) -> int:
+    from .. import certs  # cryptography: imported by the command that needs it, not by every aiadmit start
     from ..config import ConfigError
     from ..policy import PolicyLoadError
     from ..serving import ServeOptions, run as serve

@@ -42,7 +42,7 @@ class Location:
 
 def locate(finding) -> Location:
     origin = finding.resource.origin
-    line, column = finding.position() if origin.node is not None else (0, 0)
+    line, column = finding.position() if origin.located else (0, 0)
     return Location(file=origin.file, line=line, column=column, resource=finding.resource.describe(),
                     field=jp.to_dotted(finding.pointer), cluster=origin.cluster)
 

@@ -86,7 +86,7 @@ def results_for(evaluation, stamp: dict) -> list[dict]:
             status = "warn" if finding.action == "warn" else "fail"
         else:
             status = finding.result  # skip | error
-        line, column = finding.position() if resource.origin.node is not None else (0, 0)
+        line, column = finding.position() if resource.origin.located else (0, 0)
         out.append(_result(finding.policy, status, resource, stamp, finding.message, finding.rule, finding.action, {
             "action": finding.action, "path": finding.pointer,
             "file": resource.origin.file if resource.origin.cluster is None else None,

@@ -1,0 +1,52 @@
+"""Auditing files in worker processes gives what one process gives: findings, lines, errors, skips, order."""
+
+import os
+import shutil
+
+import pytest
+
+from webhook.audit import audit_paths
+from webhook.engine import Engine
+from webhook.fileaudit import MIN_BYTES_PER_JOB, audit_files
+from webhook.sources import iter_manifest_files
+
+CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
+
+
+def flat(result):
+    return ([(f.policy, f.rule, f.action, f.result, f.message, f.pointer, f.resource.kind, f.resource.namespace,
+              f.resource.name, f.resource.origin.file, f.position()) for f in result.findings],
+            [e.as_dict() for e in result.errors], [s.as_dict() for s in result.skipped],
+            [(e.resource.kind, e.resource.name, e.policies, e.classes) for e in result.evaluations], result.notes)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tree")
+    for copy in range(3):  # the whole corpus, the unparseable file included, three times: enough to fork
+        shutil.copytree(CORPUS, root / f"copy{copy}")
+    (root / "copy0" / "templated.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n{{ include \"labels\" . | indent 2 }}\n")
+    return root
+
+
+@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="needs ../shared/corpus")
+def test_workers_equal_one_process(tree):
+    engine = Engine.load()
+    files = list(iter_manifest_files([str(tree)]))
+    assert sum(os.path.getsize(f) for f in files) >= MIN_BYTES_PER_JOB * 2
+    assert audit_files(engine, files, 2) is not None  # really forked
+    parallel = audit_paths(engine, [str(tree)], jobs=2)
+    sequential = audit_paths(engine, [str(tree)], jobs=1)
+    assert flat(parallel) == flat(sequential)
+    assert parallel.errors and parallel.skipped and any(f.position()[0] for f in parallel.findings)
+
+
+@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="needs ../shared/corpus")
+def test_an_hpa_keeps_the_audit_in_one_process(tree, tmp_path):
+    shutil.copytree(tree, tmp_path / "tree")
+    (tmp_path / "tree" / "hpa.yaml").write_text(
+        "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: h, namespace: ml}\n"
+        "spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: d}, maxReplicas: 3}\n")
+    files = list(iter_manifest_files([str(tmp_path / "tree")]))
+    assert audit_files(Engine.load(), files, 2) is None

@@ -1,0 +1,115 @@
+"""Auditing many files on every core: each worker loads and evaluates its own files.
+
+Loading (libyaml plus Python object building) and evaluating are both
+CPU-bound Python, so one process uses one core. Files are independent except
+for the cluster facts an offline audit takes from the whole input (Namespaces,
+ResourceQuotas, PriorityClasses, RuntimeClasses). Those kinds are rare, so the
+parent finds the files that may hold them with a cheap text scan (a superset:
+a false hit only costs loading that file twice), loads just those to build the
+facts, then forks workers that each load and evaluate a contiguous share of the
+files and send back plain findings with their line and column already resolved.
+An HPA in the input needs its target, which may be in any file: then the audit
+runs in one process, as it would without `--jobs`.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import re
+from typing import Optional
+
+from .engine import Engine
+from .facts import OfflineFacts
+from .findings import Evaluation, Finding
+from .resource import InputError, Origin, Resource
+from .sources import Loaded, load_text
+
+# A file worth more than this many bytes of text per process before forking pays.
+MIN_BYTES_PER_JOB = 128 * 1024
+_FACT_KIND = re.compile(r"""\bkind["']?\s*:\s*(?:!!str\s+)?["']?"""
+                        r"""(Namespace|ResourceQuota|PriorityClass|RuntimeClass|HorizontalPodAutoscaler)\b""")
+_SHARED: tuple = ()  # (engine, facts, [(path, text)]), inherited by the forked workers
+
+
+def _read(path: str) -> tuple[Optional[str], Optional[InputError]]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read(), None
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, InputError(path, 0, f"cannot read file: {exc}")
+
+
+def _summary(resource: Resource) -> dict:
+    """What reports read of an object that is not in this process: its identity."""
+    meta = resource.metadata
+    keep = {k: meta[k] for k in ("name", "generateName", "namespace", "uid") if k in meta}
+    return {"apiVersion": resource.obj.get("apiVersion"), "kind": resource.obj.get("kind"), "metadata": keep}
+
+
+def _work(bounds: tuple[int, int]) -> list[tuple]:
+    gc.disable()  # what a file allocates dies with it, by reference counting; see sources._collector_paused
+    engine, facts, files = _SHARED
+    out = []
+    for path, text in files[bounds[0]:bounds[1]]:
+        loaded = load_text(text, path)
+        evaluations = []
+        for resource in loaded.resources:
+            evaluation = engine.evaluate(resource, facts)
+            findings = [(f.policy, f.rule, f.action, f.result, f.message, f.pointer) for f in evaluation.findings]
+            positions = {f.pointer: f.position() for f in evaluation.findings}
+            evaluations.append((_summary(resource), resource.origin.document, positions, findings, evaluation.errors,
+                                evaluation.notes, evaluation.classes, evaluation.evaluated, evaluation.policies))
+        out.append((loaded.errors, loaded.skipped, evaluations))
+    return out
+
+
+def audit_files(engine: Engine, files: list[str], jobs: int) -> Optional[tuple[Loaded, list[Evaluation]]]:
+    """(load errors and skips, evaluations) in the order one process would give; None when not worth forking."""
+    if jobs <= 1 or "-" in files or "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    read_errors, texts = [], []
+    for path in files:
+        text, error = _read(path)
+        if error is not None:
+            read_errors.append((path, error))
+        else:
+            texts.append((path, text))
+    if sum(len(text) for _, text in texts) < MIN_BYTES_PER_JOB * jobs:
+        return None
+    fact_resources = []
+    for path, text in texts:
+        if _FACT_KIND.search(text):
+            fact_resources += load_text(text, path).resources
+    if any(r.kind == "HorizontalPodAutoscaler" for r in fact_resources):
+        return None  # its target may be in any file: only one process sees them all
+    facts = OfflineFacts(fact_resources)
+
+    global _SHARED
+    _SHARED = (engine, facts, texts)
+    try:
+        step = -(-len(texts) // (jobs * 4))
+        slices = [(start, min(start + step, len(texts))) for start in range(0, len(texts), step)]
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            parts = pool.map(_work, slices)
+    finally:
+        _SHARED = ()
+
+    loaded, evaluations = Loaded(), []
+    errors_by_path = dict(read_errors)
+    results = iter(result for part in parts for result in part)
+    for path in files:  # the order of a sequential run: file by file
+        if path in errors_by_path:
+            loaded.errors.append(errors_by_path[path])
+            continue
+        load_errors, skipped, evaluated = next(results)
+        loaded.errors += load_errors
+        loaded.skipped += skipped
+        for summary, document, positions, findings, errors, notes, classes, was_evaluated, applied in evaluated:
+            resource = Resource(summary, Origin(file=path, document=document, positions=positions))
+            evaluation = Evaluation(resource, errors=errors, notes=notes, classes=classes, evaluated=was_evaluated,
+                                    policies=applied)
+            evaluation.findings = [Finding(policy, rule, action, result, message, resource, pointer)
+                                   for policy, rule, action, result, message, pointer in findings]
+            evaluations.append(evaluation)
+    return loaded, evaluations
