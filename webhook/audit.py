@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
@@ -12,6 +10,7 @@ from .facts import ClusterFacts, OfflineFacts
 from .findings import Evaluation, Finding
 from .resource import InputError, Resource
 from .fileaudit import audit_files
+from .forked import can_fork, fork_map, payload, rebuild, shared
 from .sources import iter_manifest_files, load_paths
 
 
@@ -39,54 +38,23 @@ class AuditResult:
 
 # Below this many objects a second process costs more than it saves (fork, result transfer).
 PARALLEL_THRESHOLD = 400
-_SHARED: tuple = ()  # (engine, resources, facts), inherited by forked workers: nothing is pickled on the way in
-
-
-def default_jobs() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def _evaluate_slice(bounds: tuple[int, int]) -> list[tuple]:
-    engine, resources, facts = _SHARED
-    out = []
-    for index in range(*bounds):
-        evaluation = engine.evaluate(resources[index], facts)
-        out.append((index, [(f.policy, f.rule, f.action, f.result, f.message, f.pointer) for f in evaluation.findings],
-                    evaluation.errors, evaluation.notes, evaluation.classes, evaluation.evaluated,
-                    evaluation.policies))
-    return out
+    engine, resources, facts = shared()
+    return [payload(engine.evaluate(resources[index], facts)) for index in range(*bounds)]
 
 
 def evaluate_all(engine: Engine, resources: list[Resource], facts: ClusterFacts, jobs: int = 1) -> list[Evaluation]:
     """Evaluate every resource; with `jobs` > 1 and enough objects, in forked worker processes.
 
-    An audit of a repository or a cluster is embarrassingly parallel once the
-    cluster facts are built from the whole input, and the GIL keeps one process
-    on one core. Workers are forked after loading, so they share the loaded
-    objects, the compiled policies and the facts; only findings come back, and
-    they are rebuilt around the parent's resources (whose YAML nodes give lines).
+    For objects already in memory (a cluster listing); files are shared out
+    before they are even loaded (webhook.fileaudit).
     """
-    if jobs <= 1 or len(resources) < PARALLEL_THRESHOLD or "fork" not in multiprocessing.get_all_start_methods():
+    if jobs <= 1 or len(resources) < PARALLEL_THRESHOLD or not can_fork():
         return [engine.evaluate(resource, facts) for resource in resources]
-    global _SHARED
-    _SHARED = (engine, resources, facts)
-    try:
-        step = -(-len(resources) // (jobs * 4))
-        slices = [(start, min(start + step, len(resources))) for start in range(0, len(resources), step)]
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            parts = pool.map(_evaluate_slice, slices)
-    finally:
-        _SHARED = ()
-    evaluations = []
-    for part in parts:
-        for index, findings, errors, notes, classes, evaluated, applied in part:
-            resource = resources[index]
-            evaluation = Evaluation(resource, errors=errors, notes=notes, classes=classes, evaluated=evaluated,
-                                    policies=applied)
-            evaluation.findings = [Finding(policy, rule, action, result, message, resource, pointer)
-                                   for policy, rule, action, result, message, pointer in findings]
-            evaluations.append(evaluation)
-    return evaluations
+    results = fork_map((engine, resources, facts), _evaluate_slice, len(resources), jobs)
+    return [rebuild(resource, data) for resource, data in zip(resources, results)]
 
 
 def audit_resources(engine: Engine, resources: Iterable[Resource], facts: Optional[ClusterFacts] = None,

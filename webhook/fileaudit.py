@@ -15,13 +15,13 @@ runs in one process, as it would without `--jobs`.
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import re
 from typing import Optional
 
 from .engine import Engine
 from .facts import OfflineFacts
-from .findings import Evaluation, Finding
+from .findings import Evaluation
+from .forked import can_fork, fork_map, payload, rebuild, shared
 from .resource import InputError, Origin, Resource
 from .sources import Loaded, load_text
 
@@ -29,7 +29,6 @@ from .sources import Loaded, load_text
 MIN_BYTES_PER_JOB = 128 * 1024
 _FACT_KIND = re.compile(r"""\bkind["']?\s*:\s*(?:!!str\s+)?["']?"""
                         r"""(Namespace|ResourceQuota|PriorityClass|RuntimeClass|HorizontalPodAutoscaler)\b""")
-_SHARED: tuple = ()  # (engine, facts, [(path, text)]), inherited by the forked workers
 
 
 def _read(path: str) -> tuple[Optional[str], Optional[InputError]]:
@@ -49,24 +48,22 @@ def _summary(resource: Resource) -> dict:
 
 def _work(bounds: tuple[int, int]) -> list[tuple]:
     gc.disable()  # what a file allocates dies with it, by reference counting; see sources._collector_paused
-    engine, facts, files = _SHARED
+    engine, facts, files = shared()
     out = []
     for path, text in files[bounds[0]:bounds[1]]:
         loaded = load_text(text, path)
         evaluations = []
         for resource in loaded.resources:
             evaluation = engine.evaluate(resource, facts)
-            findings = [(f.policy, f.rule, f.action, f.result, f.message, f.pointer) for f in evaluation.findings]
             positions = {f.pointer: f.position() for f in evaluation.findings}
-            evaluations.append((_summary(resource), resource.origin.document, positions, findings, evaluation.errors,
-                                evaluation.notes, evaluation.classes, evaluation.evaluated, evaluation.policies))
+            evaluations.append((_summary(resource), resource.origin.document, positions, payload(evaluation)))
         out.append((loaded.errors, loaded.skipped, evaluations))
     return out
 
 
 def audit_files(engine: Engine, files: list[str], jobs: int) -> Optional[tuple[Loaded, list[Evaluation]]]:
     """(load errors and skips, evaluations) in the order one process would give; None when not worth forking."""
-    if jobs <= 1 or "-" in files or "fork" not in multiprocessing.get_all_start_methods():
+    if jobs <= 1 or "-" in files or not can_fork():
         return None
     read_errors, texts = [], []
     for path in files:
@@ -85,19 +82,10 @@ def audit_files(engine: Engine, files: list[str], jobs: int) -> Optional[tuple[L
         return None  # its target may be in any file: only one process sees them all
     facts = OfflineFacts(fact_resources)
 
-    global _SHARED
-    _SHARED = (engine, facts, texts)
-    try:
-        step = -(-len(texts) // (jobs * 4))
-        slices = [(start, min(start + step, len(texts))) for start in range(0, len(texts), step)]
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            parts = pool.map(_work, slices)
-    finally:
-        _SHARED = ()
+    results = iter(fork_map((engine, facts, texts), _work, len(texts), jobs))
 
     loaded, evaluations = Loaded(), []
     errors_by_path = dict(read_errors)
-    results = iter(result for part in parts for result in part)
     for path in files:  # the order of a sequential run: file by file
         if path in errors_by_path:
             loaded.errors.append(errors_by_path[path])
@@ -105,11 +93,7 @@ def audit_files(engine: Engine, files: list[str], jobs: int) -> Optional[tuple[L
         load_errors, skipped, evaluated = next(results)
         loaded.errors += load_errors
         loaded.skipped += skipped
-        for summary, document, positions, findings, errors, notes, classes, was_evaluated, applied in evaluated:
-            resource = Resource(summary, Origin(file=path, document=document, positions=positions))
-            evaluation = Evaluation(resource, errors=errors, notes=notes, classes=classes, evaluated=was_evaluated,
-                                    policies=applied)
-            evaluation.findings = [Finding(policy, rule, action, result, message, resource, pointer)
-                                   for policy, rule, action, result, message, pointer in findings]
-            evaluations.append(evaluation)
+        for summary, document, positions, data in evaluated:
+            evaluations.append(rebuild(Resource(summary, Origin(file=path, document=document, positions=positions)),
+                                       data))
     return loaded, evaluations

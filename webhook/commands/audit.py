@@ -11,7 +11,8 @@ import os
 import sys
 import time
 
-from ..audit import audit_paths, default_jobs
+from ..audit import audit_paths
+from ..forked import default_jobs
 from ..reports import FORMATS, render
 from ..reports.policyreport import DEFAULT_MAX_BYTES, DEFAULT_MAX_REPORTS, ETCD_LIMIT
 from . import add_engine_options, load_engine
