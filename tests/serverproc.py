@@ -173,24 +173,20 @@ def make_review(obj: Optional[dict], operation: str = "CREATE", old: Optional[di
 
 
 def write_slow_policy(directory: Path, rules: int = 20, size: int = 450) -> Path:
-    """A valid policy on ConfigMaps labelled `slow`, whose `rules` rules each take ~size² CEL steps.
+    """`rules` valid policies (`slow-check-0`, ...) on ConfigMaps labelled `slow`, each rule ~size² CEL steps.
 
-    The cel library holds the GIL inside one expression, so slowness is spread over many short rules: the time
-    budget and graceful shutdown are tested with real evaluation, not with sleeps.
+    The cel library holds the GIL inside one program, and the engine runs the rules of one policy as one program
+    (its fast path), so slowness is spread over many small policies: the time budget and graceful shutdown are
+    tested with real evaluation, not with sleeps, and the deadline can fire between two of them.
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     xs = json.dumps(list(range(size)))
-    body = "\n".join(f"""  - name: slow-{i}
-    when: has(object.metadata.labels) && "slow" in object.metadata.labels
-    expression: params.xs.all(a, params.xs.all(b, a + b + {i} >= 0)) && object.metadata.labels["slow"] == "false"
-    message: rule {i} is slow and the label slow is not false
-    path: /metadata/labels""" for i in range(rules))
-    path = directory / "slow-check.yaml"
-    path.write_text(f"""apiVersion: aiadmit.dev/v1alpha1
+    for i in range(rules):
+        (directory / f"slow-check-{i}.yaml").write_text(f"""apiVersion: aiadmit.dev/v1alpha1
 kind: Policy
 metadata:
-  name: slow-check
+  name: slow-check-{i}
 summary: A deliberately slow policy, for time-budget and shutdown tests.
 why: Tests need a review that takes a measurable time.
 remediation: Label the object slow=false.
@@ -201,9 +197,13 @@ target: object
 params:
   xs: {xs}
 rules:
-{body}
+  - name: slow
+    when: has(object.metadata.labels) && "slow" in object.metadata.labels
+    expression: params.xs.all(a, params.xs.all(b, a + b + {i} >= 0)) && object.metadata.labels["slow"] == "false"
+    message: rule {i} is slow and the label slow is not false
+    path: /metadata/labels
 """)
-    return path
+    return directory
 
 
 def slow_configmap(name: str = "slow", slow: str = "true") -> dict:
