@@ -106,7 +106,7 @@ def test_budget_exceeded_denies_or_admits_as_configured(tmp_path):
     elapsed = time.perf_counter() - started
     assert body["response"]["allowed"] is False and body["response"]["status"]["code"] == 504
     assert "time budget" in body["response"]["status"]["message"]
-    assert elapsed < 0.45, elapsed  # answered at the budget (plus one expression), not after all the rules
+    assert elapsed < 0.45, elapsed  # answered at the budget (plus one policy), not after all of them
     lenient, _ = client_for(engine, Settings(budget_seconds=0.15, on_timeout="allow"))
     body = post(lenient, "/validate", review).get_json()
     assert body["response"]["allowed"] is True and "time budget" in body["response"]["warnings"][0]
