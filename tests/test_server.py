@@ -117,10 +117,10 @@ def test_budget_exceeded_denies_or_admits_as_configured(tmp_path):
 class ExplodingEngine(Engine):
     """The real engine whose evaluate/mutate raise: the paths a bug in a policy function would take."""
 
-    def evaluate(self, resource, facts=None):
+    def evaluate(self, resource, facts=None, deadline=None):
         raise KeyError("boom")
 
-    def mutate(self, resource, facts=None):
+    def mutate(self, resource, facts=None, deadline=None):
         raise RecursionError("deep")
 
 

@@ -224,12 +224,13 @@ def _warning(finding: Finding, why: str = "") -> str:
 
 
 # ---------------------------------------------------------------------- validate
-def validate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None) -> Outcome:
+def validate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None,
+             deadline: Optional[float] = None) -> Outcome:
     early = _precheck(request)
     if early is not None:
         return early
     resource = _resource(request, "object")
-    evaluation = engine.evaluate(resource, facts)
+    evaluation = engine.evaluate(resource, facts, deadline)
     if evaluation.errors:
         detail = "; ".join(_one_line(e.message) for e in evaluation.errors[:5])
         return deny(request, f"aiadmit cannot check {resource.describe()}: {detail}", code=400,
@@ -237,7 +238,7 @@ def validate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None
     findings = evaluation.findings
     pre_existing: set = set()
     if request.get("operation") == "UPDATE" and isinstance(request.get("oldObject"), dict):
-        old = engine.evaluate(_resource(request, "oldObject"), facts)
+        old = engine.evaluate(_resource(request, "oldObject"), facts, deadline)
         pre_existing = {f.key() for f in old.findings if f.blocking}
     trusted = request.get("operation") == "CREATE" and trusted_requester(
         request, engine.config.trusted_controllers)
@@ -274,7 +275,8 @@ def _templates_changed(engine: Engine, request: dict) -> bool:
     return [t.spec for t in new.templates] != [t.spec for t in old.templates]
 
 
-def mutate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None) -> Outcome:
+def mutate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None,
+           deadline: Optional[float] = None) -> Outcome:
     """JSON Patch for CREATE; for UPDATE only when the pod templates changed anyway, and never for a Pod
 
     (its spec is immutable: a patch that adds a volume would make the update fail)."""
@@ -286,7 +288,7 @@ def mutate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None) 
     if request.get("operation") == "UPDATE" and (resource.kind == "Pod" or not isinstance(
             request.get("oldObject"), dict) or not _templates_changed(engine, request)):
         return allow(request, "allowed")
-    mutation = engine.mutate(resource, facts)
+    mutation = engine.mutate(resource, facts, deadline)
     problems = list(mutation.errors)
     warnings = [f"aiadmit: mutation not applied: {e}" for e in mutation.errors]
     if not mutation.operations:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
@@ -26,6 +27,15 @@ from .findings import Evaluation, Finding, Mutation
 from .policy import ACTION_RANK, BUILTIN_POLICY_DIR, Policy, Rule, load_policies
 from .resource import Resource
 from .workload import Container, PodTemplate, ShapeError, Workload, build_workload, template_devices
+
+class BudgetExceeded(Exception):
+    """The caller's deadline passed; raised between two policies (a CEL program is never interrupted)."""
+
+
+def _check(deadline: Optional[float]) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise BudgetExceeded()
+
 
 def project(value: Any, fields: Optional[frozenset]) -> Any:
     """The part of a bound object that the rules read (see celenv.field_usage): binding is the costly step.
@@ -181,7 +191,9 @@ class Engine:
         return scope, chosen
 
     # ------------------------------------------------------------------ evaluation
-    def evaluate(self, resource: Resource, facts: Optional[ClusterFacts] = None) -> Evaluation:
+    def evaluate(self, resource: Resource, facts: Optional[ClusterFacts] = None,
+                 deadline: Optional[float] = None) -> Evaluation:
+        """Findings of every matching policy. `deadline` (time.monotonic()) raises BudgetExceeded between policies."""
         scope, chosen = self._scope(resource, facts)
         if not chosen:
             return scope.evaluation
@@ -193,16 +205,19 @@ class Engine:
             if policy.id in self._pod_rules:  # a container policy with rules about the whole pod
                 by_target["pod"].append(policy)
         for policy in by_target["object"]:
+            _check(deadline)
             self._run(context, scope, policy, "", None, None)
         if scope.workload is not None and (by_target["pod"] or by_target["container"]):
             index = 0
             for position, template in enumerate(scope.workload.templates):
                 for policy in by_target["pod"]:
                     if template.spec is not None:
+                        _check(deadline)
                         self._run(context, scope, policy, template.spec_pointer, template, None, position)
                 for container in template.containers:
                     for policy in by_target["container"]:
                         if policy.containers == "all" or policy.containers == container.section:
+                            _check(deadline)
                             self._run(context, scope, policy, container.pointer, template, container, position,
                                       index)
                     index += 1
@@ -402,7 +417,8 @@ class Engine:
             message=message, resource=scope.resource, pointer=pointer))
 
     # ------------------------------------------------------------------ mutation
-    def mutate(self, resource: Resource, facts: Optional[ClusterFacts] = None) -> Mutation:
+    def mutate(self, resource: Resource, facts: Optional[ClusterFacts] = None,
+               deadline: Optional[float] = None) -> Mutation:
         """JSON Patch that adds what the matching policies' mutations describe, where it is absent.
 
         Operations are applied to a working copy as they are made, so every later
@@ -420,6 +436,7 @@ class Engine:
         context = self._context()
         self._bind_resource(context, scope, chosen, mutating=True)
         for policy in chosen:
+            _check(deadline)
             index = 0
             for position, template in enumerate(scope.workload.templates):
                 first = index

@@ -8,15 +8,15 @@ Safety rules every route follows:
   with a JSON `{"error": reason}`; a review that breaks something inside is
   answered as a review (validate fails closed, mutate admits unpatched) and
   counted in `aiadmit_internal_errors_total`;
-- a review is evaluated in a worker thread with a deadline (the time budget):
-  the API server must hear from us before its own `timeoutSeconds`, and when the
-  budget is spent the answer follows the configured timeout action;
+- a review is evaluated with a deadline (the time budget), checked by the engine
+  between policies: the API server must hear from us before its own
+  `timeoutSeconds`, and when the budget is spent the answer follows the
+  configured timeout action;
 - logs are JSON lines with the review's coordinates, never its contents.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import logging
 import sys
@@ -28,7 +28,7 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from . import admission
-from .engine import Engine
+from .engine import BudgetExceeded, Engine
 from .facts import ClusterFacts, NoFacts
 from .metrics import Metrics
 
@@ -43,7 +43,6 @@ class Settings:
     budget_seconds: float = DEFAULT_BUDGET_SECONDS
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     on_timeout: str = "deny"  # deny | allow: what /validate answers when the budget is spent
-    evaluation_threads: int = 8
 
 
 class EngineSource:
@@ -100,9 +99,7 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
     metrics = metrics or Metrics()
     app = Flask("aiadmit")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=settings.evaluation_threads,
-                                                 thread_name_prefix="aiadmit-eval")
-    app.extensions["aiadmit"] = {"source": source, "metrics": metrics, "settings": settings, "pool": pool}
+    app.extensions["aiadmit"] = {"source": source, "metrics": metrics, "settings": settings}
 
     def bad(endpoint: str, status: int, reason: str, code: str) -> Response:
         metrics.bad_requests.labels(endpoint, code).inc()
@@ -144,12 +141,13 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
         if engine is None:
             return admission.error_outcome(parsed, endpoint, "policies not loaded")
         work = admission.validate if endpoint == "validate" else admission.mutate
-        future = pool.submit(work, engine, parsed, facts)
-        remaining = settings.budget_seconds - (time.perf_counter() - started)
+        # The deadline is checked between policies in the request's own thread: a CEL program holds the GIL to
+        # its end anyway, so a watchdog thread could answer no sooner, and this stops the work instead of leaving
+        # it running in the background (and saves a thread hand-off per review, ~0.2 ms measured).
+        deadline = time.monotonic() + settings.budget_seconds - (time.perf_counter() - started)
         try:
-            return future.result(timeout=max(0.0, remaining))
-        except concurrent.futures.TimeoutError:
-            future.cancel()
+            return work(engine, parsed, facts, deadline)
+        except BudgetExceeded:
             metrics.timeouts.labels(endpoint).inc()
             reason = f"evaluation exceeded the {settings.budget_seconds:g}s time budget"
             if endpoint == "mutate":
