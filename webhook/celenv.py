@@ -241,7 +241,6 @@ BINDINGS = {
     "container": "_containers[{c}]",
     "containerType": "_containerTypes[{c}]",
 }
-SLOTS = BINDINGS  # kept for readers of older notes
 
 
 _IDENTIFIER = re.compile(r"(?<![.\w])(" + "|".join(BINDINGS) + r")\b(?!\s*\()")
@@ -311,7 +310,7 @@ class Expression:
 
     __slots__ = ("source", "compiled", "program", "variables", "fields", "slots", "whole", "_at")
 
-    def __init__(self, source: str, params: dict | None = None, boolean: bool = True):
+    def __init__(self, source: str, params: dict | None = None):
         self.source = source
         if params is not None:
             source = inline_params(source, params)
@@ -360,7 +359,7 @@ class Template:
         position = 0
         for match in _TEMPLATE.finditer(text):
             self.parts.append(text[position:match.start()])
-            self.parts.append(Expression(match.group(1).strip(), params, boolean=False))
+            self.parts.append(Expression(match.group(1).strip(), params))
             position = match.end()
         self.parts.append(text[position:])
         expressions = [p for p in self.parts if isinstance(p, Expression)]

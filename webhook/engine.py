@@ -6,7 +6,7 @@ candidates for a (kind, classes) pair are computed once and cached, and one
 CEL context per thread is bound ONCE per resource, with every pod template and
 container in lists and only the fields some candidate rule reads. (Any binding
 makes the next CEL run rebuild all bound values, so binding per container
-would multiply that cost: see celenv.SLOTS and bench/RESULTS.md.)
+would multiply that cost: see celenv.BINDINGS and bench/RESULTS.md.)
 A pod that is not an AI workload meets one policy (devices-declared) at most.
 """
 

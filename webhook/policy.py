@@ -158,7 +158,7 @@ class Policy:
         if found is None:
             found = self._verdicts[key] = Expression("[" + ", ".join(
                 f"!({rule.when.compiled}) || ({rule.expression.compiled})" if rule.when is not None
-                else f"({rule.expression.compiled})" for rule in rules) + "]", boolean=False)
+                else f"({rule.expression.compiled})" for rule in rules) + "]")
         return found
 
     def __post_init__(self) -> None:
@@ -195,11 +195,11 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         params[key] = value
     problems: list[tuple[str, str]] = []
 
-    def expression(text: Optional[str], where: str, boolean: bool = True) -> Optional[Expression]:
+    def expression(text: Optional[str], where: str) -> Optional[Expression]:
         if text is None:
             return None
         try:
-            return Expression(text, params, boolean)
+            return Expression(text, params)
         except CelError as exc:
             problems.append((where, f"CEL does not compile: {exc}"))
             return None
@@ -243,7 +243,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     mutations = []
     for position, raw in enumerate(doc.get("mutations") or ()):
         where = f"/mutations/{position}"
-        value = expression(raw["value"], f"{where}/value", boolean=False)
+        value = expression(raw["value"], f"{where}/value")
         when = expression(raw.get("when"), f"{where}/when")
         target = raw.get("target", doc["target"])
         if target not in ("pod", "container"):
