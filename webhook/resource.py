@@ -9,6 +9,7 @@ object (context). Nothing downstream needs to know which one it was.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Optional
 
 import yaml
@@ -74,41 +75,44 @@ class Origin:
 
 @dataclass
 class Resource:
+    """An object and its origin. Its identity (kind, name, labels, ...) is read once: the engine asks for it many
+    times per evaluation, and whoever changes an object (a mutation's working copy) makes a new Resource for it."""
+
     obj: dict
     origin: Origin = field(default_factory=Origin)
 
-    @property
+    @cached_property
     def kind(self) -> str:
         return str(self.obj.get("kind") or "")
 
-    @property
+    @cached_property
     def api_version(self) -> str:
         return str(self.obj.get("apiVersion") or "")
 
-    @property
+    @cached_property
     def group(self) -> str:
         version = self.api_version
         return version.rsplit("/", 1)[0] if "/" in version else ""
 
-    @property
+    @cached_property
     def metadata(self) -> dict:
         meta = self.obj.get("metadata")
         return meta if isinstance(meta, dict) else {}
 
-    @property
+    @cached_property
     def name(self) -> str:
         return str(self.metadata.get("name") or self.metadata.get("generateName") or "")
 
-    @property
+    @cached_property
     def namespace(self) -> str:
         return str(self.metadata.get("namespace") or "")
 
-    @property
+    @cached_property
     def labels(self) -> dict:
         labels = self.metadata.get("labels")
         return labels if isinstance(labels, dict) else {}
 
-    @property
+    @cached_property
     def annotations(self) -> dict:
         annotations = self.metadata.get("annotations")
         return annotations if isinstance(annotations, dict) else {}
