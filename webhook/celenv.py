@@ -143,8 +143,25 @@ def template_usage(source: str) -> frozenset | None:
         for access in re.finditer(r"(?<![.\w])" + variable + r"\s*\.\s*(" + "|".join(TEMPLATE_KEYS)
                                   + r")\b(\s*\.\s*([A-Za-z_][A-Za-z0-9_]*))?", code):
             key, deeper = access.group(1), access.group(3)
-            fields.add(f"{key}.{deeper}" if deeper and key in ("spec", "metadata") else key)
+            if key == "containers":
+                fields |= _container_fields(code, access.end())
+            else:
+                fields.add(f"{key}.{deeper}" if deeper and key in ("spec", "metadata") else key)
     return frozenset(fields)
+
+
+def _container_fields(code: str, position: int) -> set[str]:
+    """`containers.F` for each field F a comprehension over a template's containers reads; `containers` otherwise."""
+    walk = re.compile(r"\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,").match(code, position)
+    if walk is None or not re.search(r"\.\s*(?:all|exists|exists_one|map|filter)\s*$", code[:position]):
+        return {"containers"}
+    fields = set()
+    for use in re.finditer(r"(?<![.\w])" + walk.group(1) + r"\b(\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)(\s*\()?)?",
+                           code[walk.end():]):
+        if use.group(2) is None or use.group(3):
+            return {"containers"}  # the container itself is used, not one of its fields
+        fields.add(f"containers.{use.group(2)}")
+    return fields or {"containers"}
 
 
 def merge_usage(usages) -> dict[str, frozenset | None]:

@@ -51,14 +51,20 @@ def project(value: Any, fields: Optional[frozenset]) -> Any:
                 out[name] = value[name]
             continue
         top, sub = name.split(".", 1)
-        if top in fields or not isinstance(value.get(top), dict):
-            if top in value and top not in fields:
-                out[top] = value[top]  # not a map: keep it as it is, CEL reports what the rule does with it
+        if top in fields or top not in value:
             continue
-        if sub in value[top]:
-            out.setdefault(top, {})[sub] = value[top][sub]
+        inner = value[top]
+        if isinstance(inner, list) and all(isinstance(item, dict) for item in inner):
+            # a list of maps (a template's containers): keep the listed fields of every item
+            subs = {n.split(".", 1)[1] for n in fields if n.startswith(top + ".")}
+            out[top] = [{k: item[k] for k in subs if k in item} for item in inner]
+        elif isinstance(inner, dict):
+            if sub in inner:
+                out.setdefault(top, {})[sub] = inner[sub]
+            else:
+                out.setdefault(top, {})
         else:
-            out.setdefault(top, {})
+            out[top] = inner  # neither: keep it as it is, CEL reports what the rule does with it
     return out
 
 
