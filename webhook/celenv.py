@@ -55,6 +55,17 @@ def _glob(value: str, patterns: Any) -> bool:
     return any(fnmatch.fnmatchcase(value, p) for p in patterns)
 
 
+@lru_cache(maxsize=1024)
+def _regex(pattern: str) -> re.Pattern:
+    return re.compile(pattern)
+
+
+def _re_matches(value: Any, pattern: Any) -> bool:
+    if not isinstance(value, str) or not isinstance(pattern, str):
+        raise TypeError("matches() takes a string and a pattern")
+    return _regex(pattern).search(value) is not None
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     # Kubernetes CEL quantity library
     "quantity": _quantity,
@@ -75,6 +86,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sum": lambda items: sum(items, 0.0),
     "least": lambda items, default=None: min(items) if items else default,
     "greatest": lambda items, default=None: max(items) if items else default,
+    # Kubernetes' matches(), through a cached pattern (Expression rewrites `matches(` to `reMatches(`)
+    "reMatches": _re_matches,
     # Kubernetes quota scopes: does this ResourceQuota charge this pod (webhook/quotascope.py)
     "quotaSelects": quota_selects,
 }
@@ -117,14 +130,15 @@ def field_usage(source: str) -> dict[str, frozenset | None]:
             fields.add(field_name)
         if fields is None or fields:
             usage[name] = None if fields is None else frozenset(fields)
-    if _TEMPLATES.search("".join(_code_parts(source))):
+    if _TEMPLATES.search(_code(source)):
         usage["templates"] = template_usage(source)
     return usage
 
 
 TEMPLATE_KEYS = ("name", "podCount", "hasPodSpec", "spec", "metadata", "containers")
-_MACRO_VARIABLE = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,")
-_TEMPLATES = re.compile(r"(?<![.\w])templates\b(\s*\.\s*(?:all|exists|exists_one|map|filter)\s*\()?")
+_MACRO = r"\s*\.\s*(?:all|exists|exists_one|map|filter)\s*\("  # a comprehension macro call: `.exists(`
+_MACRO_VARIABLE = re.compile(_MACRO + r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*,")
+_TEMPLATES = re.compile(r"(?<![.\w])templates\b(" + _MACRO + ")?")
 
 
 def template_usage(source: str) -> frozenset | None:
@@ -134,7 +148,7 @@ def template_usage(source: str) -> frozenset | None:
     the items' keys read through any comprehension variable, one level deeper for `spec` and `metadata`, are
     what must be bound. Any other use of `templates` asks for everything.
     """
-    code = "".join(_code_parts(source))
+    code = _code(source)
     uses = list(_TEMPLATES.finditer(code))
     if any(use.group(1) is None for use in uses):
         return None
@@ -144,7 +158,7 @@ def template_usage(source: str) -> frozenset | None:
                                   + r")\b(\s*\.\s*([A-Za-z_][A-Za-z0-9_]*))?", code):
             key, deeper = access.group(1), access.group(3)
             if key == "containers":
-                fields |= _container_fields(code, access.end())
+                fields |= _container_fields(code, access.end(1))
             else:
                 fields.add(f"{key}.{deeper}" if deeper and key in ("spec", "metadata") else key)
     return frozenset(fields)
@@ -152,8 +166,8 @@ def template_usage(source: str) -> frozenset | None:
 
 def _container_fields(code: str, position: int) -> set[str]:
     """`containers.F` for each field F a comprehension over a template's containers reads; `containers` otherwise."""
-    walk = re.compile(r"\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,").match(code, position)
-    if walk is None or not re.search(r"\.\s*(?:all|exists|exists_one|map|filter)\s*$", code[:position]):
+    walk = _MACRO_VARIABLE.match(code, position)
+    if walk is None:
         return {"containers"}
     fields = set()
     for use in re.finditer(r"(?<![.\w])" + walk.group(1) + r"\b(\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)(\s*\()?)?",
@@ -175,6 +189,7 @@ def merge_usage(usages) -> dict[str, frozenset | None]:
     return merged
 
 
+_MATCHES = re.compile(r"\bmatches(\s*\()")
 _PARAM = re.compile(r"\bparams\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
 _STRING = re.compile(r"""[rR]?(?:'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""", re.S)
 
@@ -226,22 +241,6 @@ def _inline(code: str, params: dict) -> str:
     return _PARAM.sub(replace, code)
 
 
-_MATCHES = re.compile(r"\bmatches(\s*\()")
-
-
-@lru_cache(maxsize=1024)
-def _regex(pattern: str) -> re.Pattern:
-    return re.compile(pattern)
-
-
-def _re_matches(value: Any, pattern: Any) -> bool:
-    if not isinstance(value, str) or not isinstance(pattern, str):
-        raise TypeError("matches() takes a string and a pattern")
-    return _regex(pattern).search(value) is not None
-
-
-FUNCTIONS["reMatches"] = _re_matches
-
 # Every pod template's and container's variables are bound ONCE per resource,
 # as top-level lists (`_pods`, `_containers`, ...): binding anything makes the
 # next CEL run rebuild every bound value. Rules keep their readable names;
@@ -261,20 +260,18 @@ BINDINGS = {
 
 
 _IDENTIFIER = re.compile(r"(?<![.\w])(" + "|".join(BINDINGS) + r")\b(?!\s*\()")
-_SHADOW = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*(" + "|".join(BINDINGS) + r"|_)\s*,")
+_SHADOW = re.compile(_MACRO + r"\s*(" + "|".join(BINDINGS) + r")\s*,")
 
 
 def _check_reserved(source: str) -> None:
-    for code in _code_parts(source):
-        shadow = _SHADOW.search(code)
-        if shadow:
-            raise CelError(f"{shadow.group(1)!r} is a reserved variable name; choose another comprehension variable")
+    shadow = _SHADOW.search(_code(source))
+    if shadow:
+        raise CelError(f"{shadow.group(1)!r} is a reserved variable name; choose another comprehension variable")
 
 
-def _code_parts(source: str) -> list[str]:
-    parts: list[str] = []
-    _outside_strings(source, lambda code: parts.append(code) or code)
-    return parts
+def _code(source: str) -> str:
+    """The expression with every string literal blanked to the same length: patterns then see only code."""
+    return _STRING.sub(lambda string: '"' + " " * (len(string.group(0)) - 2) + '"', source)
 
 
 _PRESENCE = re.compile(r"^has\(\s*(container|pod|podMeta|object)((?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)+)\s*\)$")
@@ -282,9 +279,7 @@ _PRESENCE = re.compile(r"^has\(\s*(container|pod|podMeta|object)((?:\s*\.\s*[A-Z
 
 def conjuncts(source: str) -> list[str]:
     """The top-level `&&` operands of an expression (split outside brackets and strings)."""
-    masked = _outside_strings(source, lambda code: code)
-    for string in _STRING.finditer(source):  # blank string contents so their brackets do not count
-        masked = masked[:string.start()] + "_" * (string.end() - string.start()) + masked[string.end():]
+    masked = _code(source)  # same length as the source: string contents can hold no bracket or `&&`
     parts, depth, start, position = [], 0, 0, 0
     while position < len(masked):
         char = masked[position]
@@ -347,7 +342,7 @@ class Expression:
         self._at: dict[tuple, Any] = {}
 
     def run(self, context: cel.Context, template: int | None = None, container: int | None = None) -> Any:
-        """Run against the engine's `_` for one template/container index pair."""
+        """Run for one template/container index pair (see BINDINGS); without indexes, on the names as bound."""
         if not self.slots:
             return self.program.execute(context)
         key = (template, container)

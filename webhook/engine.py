@@ -28,6 +28,7 @@ from .policy import ACTION_RANK, BUILTIN_POLICY_DIR, Policy, Rule, load_policies
 from .resource import Resource
 from .workload import Container, PodTemplate, ShapeError, Workload, build_workload, template_devices
 
+
 class BudgetExceeded(Exception):
     """The caller's deadline passed; raised between two policies (a CEL program is never interrupted)."""
 
@@ -121,22 +122,9 @@ class Engine:
         key = (kind, classes)
         found = self._candidates.get(key)
         if found is None:
-            found = tuple(p for p in self.policies if self._class_match(p, kind, classes))
+            found = tuple(p for p in self.policies if p.match.admits(kind, classes))
             self._candidates[key] = found
         return found
-
-    @staticmethod
-    def _class_match(policy: Policy, kind: str, classes: frozenset) -> bool:
-        match = policy.match
-        if match.kinds and kind not in match.kinds:
-            return False
-        if kind in match.exclude_kinds:
-            return False
-        if match.classes and not match.classes <= classes:
-            return False
-        if match.any_classes and not match.any_classes & classes:
-            return False
-        return bool(match.classes or match.any_classes or match.kinds)
 
     def _context(self):
         context = getattr(self._local, "context", None)
@@ -190,7 +178,7 @@ class Engine:
         scope.ceiling = (namespace_labels or {}).get(self.config.enforcement_label)
         labels = resource.labels
         chosen = [p for p in self.candidates(resource.kind, classes)
-                  if p.match.accepts(classes, resource.kind, resource.namespace, labels)
+                  if p.match.admits_place(resource.namespace, labels)
                   and not self._exempt(p.id, resource, evaluation)]
         evaluation.evaluated = bool(chosen) or scope.workload is not None
         evaluation.policies = tuple(p.id for p in chosen)
@@ -222,7 +210,7 @@ class Engine:
                         self._run(context, scope, policy, template.spec_pointer, template, None, position)
                 for container in template.containers:
                     for policy in by_target["container"]:
-                        if policy.containers == "all" or policy.containers == container.section:
+                        if policy.takes(container):
                             _check(deadline)
                             self._run(context, scope, policy, container.pointer, template, container, position,
                                       index)
@@ -230,7 +218,7 @@ class Engine:
         return scope.evaluation
 
     def _bind_resource(self, context, scope: _Scope, chosen: list[Policy], mutating: bool = False) -> None:
-        """Bind what the chosen policies read, as the one CEL variable `_` (see celenv.BINDINGS)."""
+        """Bind what the chosen policies read: the fields their rules read (see celenv.field_usage and BINDINGS)."""
         variables = frozenset().union(*(p.variables for p in chosen))
         if mutating:
             scope.plan = merge_usage(p.mutation_fields for p in chosen)
@@ -376,8 +364,8 @@ class Engine:
                     self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
                               _where(base, container, rule.path))
                     continue
-            if rule.requires and self._unknown_facts(rule, scope):
-                missing = [f for f in rule.requires if scope.cluster.get(f) is None]
+            missing = _missing_facts(rule, scope)
+            if missing:
                 mode = self.config.settings(policy.id).context_failure or self.config.context_failure
                 if rule.when_unknown == "ignore" or mode == "allow":
                     continue
@@ -412,10 +400,6 @@ class Engine:
         if rule.message.whole - scope.whole:
             self._bind_whole(context, scope, rule.message.whole)
         return rule.message.render(context, t, c)
-
-    @staticmethod
-    def _unknown_facts(rule: Rule, scope: _Scope) -> bool:
-        return any((scope.cluster or {}).get(fact) is None for fact in rule.requires)
 
     def _add(self, scope: _Scope, policy: Policy, rule: Rule, result: str, message: str, pointer: str) -> None:
         scope.evaluation.findings.append(Finding(
@@ -456,7 +440,7 @@ class Engine:
                             self._bind(context, scope)  # later `when`s must see the change
                         continue
                     for offset, container in enumerate(template.containers):
-                        if container.rename or policy.containers not in ("all", container.section):
+                        if container.rename or not policy.takes(container):
                             continue
                         if self._mutate_at(context, working, container.pointer, mutation, out, policy.id,
                                            position, first + offset):
@@ -485,6 +469,12 @@ class Engine:
             out.by_policy.setdefault(policy_id, []).append(operation)
             return True
         return False
+
+
+def _missing_facts(rule: Rule, scope: _Scope) -> list[str]:
+    """The cluster facts a rule requires that nobody could supply for this resource."""
+    known = scope.cluster or {}
+    return [fact for fact in rule.requires if known.get(fact) is None]
 
 
 def _present(presence: tuple, obj: dict, template: Optional[PodTemplate], container: Optional[Container]) -> bool:

@@ -60,12 +60,8 @@ class Rule:
     fields: dict = field(default_factory=dict)  # bound object -> top-level fields read (None: all)
     target: str = "container"  # the level it is evaluated at: the policy's target, or `pod` in a container policy
     classes: frozenset = frozenset()  # the workload must have all of these for the rule to apply
-    whole: frozenset = frozenset()  # bound objects this rule reads whole (not field by field)
     presence: tuple = ()  # (variable, field path) that its `when` requires, checked before any CEL
-
-    @property
-    def needs_pod(self) -> bool:
-        return bool(self.variables & {"pod", "podMeta"})
+    needs_pod: bool = False  # reads the pod spec or its metadata: not run where a kind has no pod spec
 
 
 @dataclass
@@ -90,15 +86,23 @@ class Match:
     exclude_namespaces: tuple = ()
     selector: Optional[dict] = None
 
-    def accepts(self, classes: frozenset, kind: str, namespace: str, labels: dict) -> bool:
-        if self.classes and not self.classes <= classes:
-            return False
-        if self.any_classes and not self.any_classes & classes:
-            return False
+    def admits(self, kind: str, classes: frozenset) -> bool:
+        """Whether the policy is for this kind of workload (the engine caches this per kind and classes).
+
+        A match that names no class and no kind matches nothing: a policy must say what it is about.
+        """
         if self.kinds and kind not in self.kinds:
             return False
         if kind in self.exclude_kinds:
             return False
+        if self.classes and not self.classes <= classes:
+            return False
+        if self.any_classes and not self.any_classes & classes:
+            return False
+        return bool(self.classes or self.any_classes or self.kinds)
+
+    def admits_place(self, namespace: str, labels: dict) -> bool:
+        """Whether the policy applies in this namespace to an object with these labels."""
         if self.namespaces and not any(fnmatch.fnmatchcase(namespace, p) for p in self.namespaces):
             return False
         if any(fnmatch.fnmatchcase(namespace, p) for p in self.exclude_namespaces):
@@ -141,7 +145,6 @@ class Policy:
     source: str
     document: dict = field(repr=False, default_factory=dict)
     variables: frozenset = field(init=False, default=frozenset())
-    fields: dict = field(init=False, default_factory=dict)
     mutation_fields: dict = field(init=False, default_factory=dict)
     partial_fields: dict = field(init=False, default_factory=dict)
     _verdicts: dict = field(init=False, default_factory=dict, repr=False)
@@ -161,10 +164,13 @@ class Policy:
                 else f"({rule.expression.compiled})" for rule in rules) + "]")
         return found
 
+    def takes(self, container) -> bool:
+        """Whether this policy checks containers of this section (containers, initContainers, KServe's model)."""
+        return self.containers == "all" or self.containers == container.section
+
     def __post_init__(self) -> None:
         # Derived once: the engine asks for these on every evaluation.
         self.variables = frozenset().union(*(r.variables for r in self.rules), *(m.variables for m in self.mutations))
-        self.fields = merge_usage([r.fields for r in self.rules])  # what evaluation binds
         # Fields of the rules that read only fields: bound up front. A rule that reads a whole object (passes
         # `pod` to a function) makes the engine bind the whole object only when that rule is about to run.
         self.partial_fields = merge_usage([{k: v for k, v in r.fields.items() if v is not None}
@@ -235,7 +241,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         parts = [p for p in (rule.when, rule.expression) if p is not None]
         rule.variables = message.variables.union(*(p.variables for p in parts))
         rule.fields = merge_usage([message.fields] + [p.fields for p in parts])
-        rule.whole = frozenset(name for name, fields in rule.fields.items() if fields is None)
+        rule.needs_pod = bool(rule.variables & {"pod", "podMeta"})
         if rule.schema is not None and doc["target"] == "container":
             rule.variables |= {"container"}
         rules.append(rule)
