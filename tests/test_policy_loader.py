@@ -135,3 +135,13 @@ def test_builtin_bundle_loads_and_a_broken_copy_does_not(tmp_path):
         handle.write("  - name: broken\n    op: default\n")
     with pytest.raises(PolicyLoadError):
         load_policies([str(copy)])
+
+
+def test_loading_policies_never_freezes_the_garbage_collector():
+    """A server reloads its policies; gc.freeze() there would keep every old engine alive for ever."""
+    import gc
+
+    before = gc.get_freeze_count()
+    load_policies([BUILTIN_POLICY_DIR])
+    load_policies([BUILTIN_POLICY_DIR])
+    assert gc.get_freeze_count() == before

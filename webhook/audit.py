@@ -82,14 +82,16 @@ def _assemble(evaluations: list[Evaluation], policies: Optional[set], skip: Opti
 
 
 def audit_paths(engine: Engine, paths: list[str], policies: Optional[set] = None, skip: Optional[set] = None,
-                jobs: int = 1) -> AuditResult:
+                jobs: int = 1, one_shot: bool = False) -> AuditResult:
+    """Audit files. `one_shot`: this process ends after the audit, so loaded objects may be frozen out of the
+    garbage collector's reach (sources.load_paths)."""
     files = list(iter_manifest_files(paths))
     parallel = audit_files(engine, files, jobs)
     if parallel is not None:
         loaded, evaluations = parallel
         result = _assemble(evaluations, policies, skip)
     else:
-        loaded = load_paths(files)
+        loaded = load_paths(files, freeze=one_shot)
         result = audit_resources(engine, loaded.resources, policies=policies, skip=skip, jobs=jobs)
     result.errors = loaded.errors + result.errors
     result.skipped = loaded.skipped

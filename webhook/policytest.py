@@ -77,13 +77,13 @@ def run_test_file(path: str, engines: Optional[dict] = None) -> TestRun:
         run.errors += [f"{e.file}:{e.line}: {e.message}" for e in loaded.errors] or [f"{path}: no PolicyTest"]
         return run
     base = os.path.dirname(path)
+    engines = engines if engines is not None else {}
     for doc_resource in docs:
         doc = doc_resource.obj
         name = (doc.get("metadata") or {}).get("name", os.path.basename(path))
         policies = [os.path.join(base, p) for p in doc.get("policies", [])] or [BUILTIN_POLICY_DIR]
         config = os.path.join(base, doc["config"]) if doc.get("config") else None
         key = (tuple(policies), config)
-        engines = engines if engines is not None else {}
         try:
             engine = engines.get(key) or Engine.load(policies, config)
         except Exception as exc:  # loading problems are the test's result, with their file:line

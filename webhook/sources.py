@@ -78,13 +78,15 @@ def iter_manifest_files(paths: Iterable[str]) -> Iterator[str]:
 
 
 @contextmanager
-def _collector_paused():
-    """Pause Python's cyclic garbage collector while loading, then move what was loaded out of its reach.
+def _collector_paused(freeze: bool):
+    """Pause Python's cyclic garbage collector while loading; with `freeze`, move everything out of its reach.
 
     Loading allocates millions of small acyclic objects (nodes, maps, strings) that
     stay alive; every collection the allocation triggered would walk all of them
     again, which made loading 5,000 objects 3x slower than loading 179 (measured:
-    bench/RESULTS.md). `gc.freeze()` keeps later collections from rescanning them.
+    bench/RESULTS.md). `gc.freeze()` keeps later collections from rescanning them,
+    but it freezes every object of the process, garbage included: only a one-shot
+    command may ask for it, never a server that reloads its policies.
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -92,12 +94,13 @@ def _collector_paused():
         yield
     finally:
         if enabled:
-            gc.freeze()
+            if freeze:
+                gc.freeze()
             gc.enable()
 
 
-def load_paths(paths: Iterable[str], stdin_name: str = "<stdin>") -> Loaded:
-    with _collector_paused():
+def load_paths(paths: Iterable[str], stdin_name: str = "<stdin>", freeze: bool = False) -> Loaded:
+    with _collector_paused(freeze):
         return _load_paths(paths, stdin_name)
 
 

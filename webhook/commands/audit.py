@@ -98,7 +98,7 @@ def run(args) -> int:
         except ClusterError as exc:
             return _usage(f"cluster: {exc}")
     else:
-        result = audit_paths(engine, args.paths, **selection)
+        result = audit_paths(engine, args.paths, one_shot=True, **selection)
     options = {"color": _color(args.color), "fail_on": args.fail_on, "now": time.time(),
                "max_bytes": args.max_report_bytes, "max_reports": args.max_reports}
     sys.stdout.write(render(args.format, result, engine, **options))
