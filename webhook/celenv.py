@@ -1,7 +1,11 @@
 """The CEL environment rules are written in.
 
-Expressions are compiled once at policy load (``common-expression-language``,
-a Rust CEL with Python bindings; chosen by measurement, see bench/RESULTS.md).
+Expressions are compiled once at policy load into Python closures
+(webhook/celnative.py) that read the admission objects in place; the reference
+CEL library (``common-expression-language``, Rust) checks every expression at
+load, so errors read as CEL's own, and runs the rare expression that uses CEL
+the native compiler does not implement. Both choices were made by measurement
+(bench/RESULTS.md).
 The functions below are those of Kubernetes' own CEL library that the bundle
 needs, so a rule reads the same here as in a ValidatingAdmissionPolicy:
 ``quantity("1Gi").isGreaterThan(quantity("512Mi"))``, ``compareTo``,
@@ -19,6 +23,8 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from ._celext import cel
+from .celnative import Unsupported, compile_native
+from .celparse import ParseError
 
 from .quantity import QuantityError, format_bytes, parse_quantity
 from .quotascope import quota_selects
@@ -30,11 +36,21 @@ class CelError(ValueError):
     """An expression that does not compile."""
 
 
+_QUANTITIES: dict[str, float] = {}  # "48Gi" -> 51539607552.0: pods repeat a few dozen sizes
+
+
 def _quantity(value: Any) -> float:
+    if type(value) is str:
+        found = _QUANTITIES.get(value)
+        if found is not None:
+            return found
     try:
-        return float(parse_quantity(value))
+        parsed = float(parse_quantity(value))
     except QuantityError as exc:
         raise ValueError(str(exc)) from None
+    if type(value) is str and len(_QUANTITIES) < 4096:
+        _QUANTITIES[value] = parsed
+    return parsed
 
 
 def _is_quantity(value: Any) -> bool:
@@ -93,11 +109,49 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 
 
-def new_context() -> cel.Context:
-    context = cel.Context()
-    for name, function in FUNCTIONS.items():
-        context.add_function(name, function)
-    return context
+class Activation(dict):
+    """The variables of one evaluation, by name: native programs read it as it is."""
+
+    def add_variable(self, name: str, value: Any) -> None:
+        self[name] = value
+
+
+def new_context() -> Activation:
+    return Activation()
+
+
+class _Reference:
+    """An expression run on the reference CEL library (what the native compiler does not implement).
+
+    Each run converts the variables it reads into a fresh context: slow (see
+    bench/RESULTS.md), which is why it is only the fallback.
+    """
+
+    __slots__ = ("program", "names")
+
+    def __init__(self, program):
+        self.program = program
+        self.names = tuple(program.variables())
+
+    def execute(self, activation: dict) -> Any:
+        context = cel.Context()
+        for name, function in FUNCTIONS.items():
+            context.add_function(name, function)
+        for name in self.names:
+            if name in activation:
+                context.add_variable(name, activation[name])
+        return self.program.execute(context)
+
+    def variables(self) -> list:
+        return list(self.names)
+
+
+def _compile(source: str, checked: Any = None) -> Any:
+    """The native program for `source`, or the reference library's when the native compiler lacks a feature."""
+    try:
+        return compile_native(source, FUNCTIONS)
+    except (Unsupported, ParseError):
+        return _Reference(checked if checked is not None else cel.compile(source))
 
 
 BOUND_OBJECTS = ("object", "pod", "podMeta", "container", "workload")
@@ -320,7 +374,7 @@ class Expression:
     slot names replaced by list indexes, are compiled on first use and kept.
     """
 
-    __slots__ = ("source", "compiled", "program", "variables", "fields", "slots", "whole", "_at")
+    __slots__ = ("source", "compiled", "program", "native", "variables", "fields", "slots", "whole", "_at")
 
     def __init__(self, source: str, params: dict | None = None):
         self.source = source
@@ -331,27 +385,29 @@ class Expression:
         source = _outside_strings(source, lambda code: _MATCHES.sub(r"reMatches\1", code))
         _check_reserved(source)
         try:
-            self.program = cel.compile(source)
+            checked = cel.compile(source)  # the reference parser and checker: its reports name line and column
         except Exception as exc:  # the binding raises ValueError with the parser's report
             raise CelError(str(exc).strip()) from None
+        self.program = _compile(source, checked)
+        self.native = not isinstance(self.program, _Reference)
         self.compiled = source
-        self.variables = frozenset(self.program.variables())
+        self.variables = frozenset(checked.variables())
         self.fields = field_usage(source)
         self.slots = tuple(name for name in BINDINGS if name in self.variables)
         self.whole = frozenset(name for name, fields in self.fields.items() if fields is None)
         self._at: dict[tuple, Any] = {}
 
-    def run(self, context: cel.Context, template: int | None = None, container: int | None = None) -> Any:
+    def run(self, context: Activation, template: int | None = None, container: int | None = None) -> Any:
         """Run for one template/container index pair (see BINDINGS); without indexes, on the names as bound."""
         if not self.slots:
             return self.program.execute(context)
         key = (template, container)
         program = self._at.get(key)
         if program is None:
-            program = self._at[key] = cel.compile(self._wrap(template, container))
+            program = self._at[key] = _compile(self._wrap(template, container))
         return program.execute(context)
 
-    def __call__(self, context: cel.Context) -> Any:
+    def __call__(self, context: Activation) -> Any:
         return self.run(context)
 
     def _wrap(self, template: int | None, container: int | None) -> str:
@@ -379,7 +435,7 @@ class Template:
         self.fields = merge_usage(p.fields for p in expressions)
         self.whole = frozenset(name for name, fields in self.fields.items() if fields is None)
 
-    def render(self, context: cel.Context, template: int | None = None, container: int | None = None) -> str:
+    def render(self, context: Activation, template: int | None = None, container: int | None = None) -> str:
         out = []
         for part in self.parts:
             if isinstance(part, str):

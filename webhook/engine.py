@@ -454,7 +454,8 @@ class Engine:
         try:
             if mutation.when is not None and mutation.when.run(context, t, c) is not True:
                 return False
-            value = mutation.value.run(context, t, c)
+            # a native program may answer with a part of the document itself: the patch must own its value
+            value = copy.deepcopy(mutation.value.run(context, t, c))
         except Exception as exc:
             out.errors.append(f"{policy_id}/{mutation.name} at {base or '/'}: {exc}")
             return False
