@@ -146,101 +146,12 @@ class _Reference:
         return list(self.names)
 
 
-def _compile(source: str, checked: Any = None) -> Any:
+def _compile(source: str, checked: Any) -> Any:
     """The native program for `source`, or the reference library's when the native compiler lacks a feature."""
     try:
         return compile_native(source, FUNCTIONS)
     except (Unsupported, ParseError):
-        return _Reference(checked if checked is not None else cel.compile(source))
-
-
-BOUND_OBJECTS = ("object", "pod", "podMeta", "container", "workload")
-_ACCESS = {name: re.compile(r"\b" + name + r"\b(\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)(\s*\()?)?") for name in BOUND_OBJECTS}
-
-
-_DEEPER = re.compile(r"\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)(\s*\()?")
-
-
-def field_usage(source: str) -> dict[str, frozenset | None]:
-    """Top-level fields of each bound object that an expression reads; None: the whole object.
-
-    Converting a Python dict into CEL values is the dominant cost of an
-    evaluation, so the engine binds only these fields. Any use it cannot see
-    through (`pod[...]`, `pod` passed whole, a method call on it) asks for the
-    whole object; a string literal that looks like an access only adds a field.
-    """
-    usage: dict[str, frozenset | None] = {}
-    for name, pattern in _ACCESS.items():
-        fields: set[str] | None = set()
-        for match in pattern.finditer(source):
-            if match.group(2) is None or match.group(3):
-                fields = None
-                break
-            field_name = match.group(2)
-            if name == "object":  # the object is large: look one level deeper (`object.spec.entrypoint`)
-                deeper = _DEEPER.match(source, match.end())
-                if deeper and not deeper.group(2):
-                    field_name = f"{field_name}.{deeper.group(1)}"
-            fields.add(field_name)
-        if fields is None or fields:
-            usage[name] = None if fields is None else frozenset(fields)
-    if _TEMPLATES.search(_code(source)):
-        usage["templates"] = template_usage(source)
-    return usage
-
-
-TEMPLATE_KEYS = ("name", "podCount", "hasPodSpec", "spec", "metadata", "containers")
-_MACRO = r"\s*\.\s*(?:all|exists|exists_one|map|filter)\s*\("  # a comprehension macro call: `.exists(`
-_MACRO_VARIABLE = re.compile(_MACRO + r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*,")
-_TEMPLATES = re.compile(r"(?<![.\w])templates\b(" + _MACRO + ")?")
-
-
-def template_usage(source: str) -> frozenset | None:
-    """Keys (`spec.schedulerName`, `podCount`, ...) of the `templates` items that `source` reads; None: all.
-
-    `templates` is only ever walked by comprehensions (`templates.exists(t, t.spec.schedulerName ...)`), so
-    the items' keys read through any comprehension variable, one level deeper for `spec` and `metadata`, are
-    what must be bound. Any other use of `templates` asks for everything.
-    """
-    code = _code(source)
-    uses = list(_TEMPLATES.finditer(code))
-    if any(use.group(1) is None for use in uses):
-        return None
-    fields: set[str] = set()
-    for variable in set(_MACRO_VARIABLE.findall(code)):
-        for access in re.finditer(r"(?<![.\w])" + variable + r"\s*\.\s*(" + "|".join(TEMPLATE_KEYS)
-                                  + r")\b(\s*\.\s*([A-Za-z_][A-Za-z0-9_]*))?", code):
-            key, deeper = access.group(1), access.group(3)
-            if key == "containers":
-                fields |= _container_fields(code, access.end(1))
-            else:
-                fields.add(f"{key}.{deeper}" if deeper and key in ("spec", "metadata") else key)
-    return frozenset(fields)
-
-
-def _container_fields(code: str, position: int) -> set[str]:
-    """`containers.F` for each field F a comprehension over a template's containers reads; `containers` otherwise."""
-    walk = _MACRO_VARIABLE.match(code, position)
-    if walk is None:
-        return {"containers"}
-    fields = set()
-    for use in re.finditer(r"(?<![.\w])" + walk.group(1) + r"\b(\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)(\s*\()?)?",
-                           code[walk.end():]):
-        if use.group(2) is None or use.group(3):
-            return {"containers"}  # the container itself is used, not one of its fields
-        fields.add(f"containers.{use.group(2)}")
-    return fields or {"containers"}
-
-
-def merge_usage(usages) -> dict[str, frozenset | None]:
-    merged: dict[str, frozenset | None] = {}
-    for usage in usages:
-        for name, fields in usage.items():
-            if fields is None or (name in merged and merged[name] is None):
-                merged[name] = None
-            else:
-                merged[name] = (merged.get(name) or frozenset()) | fields
-    return merged
+        return _Reference(checked)
 
 
 _MATCHES = re.compile(r"\bmatches(\s*\()")
@@ -295,34 +206,6 @@ def _inline(code: str, params: dict) -> str:
     return _PARAM.sub(replace, code)
 
 
-# Every pod template's and container's variables are bound ONCE per resource,
-# as top-level lists (`_pods`, `_containers`, ...): binding anything makes the
-# next CEL run rebuild every bound value. Rules keep their readable names;
-# before a rule runs for template t and container c the names are replaced by
-# `_pods[t]`, `_containers[c]` (indexing a top-level list costs 0.2 µs, while
-# selecting a field of a bound map copies the selected value, and a
-# comprehension binding the name costs 10-15 µs: measured in bench/RESULTS.md).
-# The names below are therefore reserved: no comprehension variable may take them.
-BINDINGS = {
-    "pod": "_pods[{t}]",
-    "podMeta": "_podMetas[{t}]",
-    "template": "_templates[{t}]",
-    "templateDevices": "_templateDevices[{t}]",
-    "container": "_containers[{c}]",
-    "containerType": "_containerTypes[{c}]",
-}
-
-
-_IDENTIFIER = re.compile(r"(?<![.\w])(" + "|".join(BINDINGS) + r")\b(?!\s*\()")
-_SHADOW = re.compile(_MACRO + r"\s*(" + "|".join(BINDINGS) + r")\s*,")
-
-
-def _check_reserved(source: str) -> None:
-    shadow = _SHADOW.search(_code(source))
-    if shadow:
-        raise CelError(f"{shadow.group(1)!r} is a reserved variable name; choose another comprehension variable")
-
-
 def _code(source: str) -> str:
     """The expression with every string literal blanked to the same length: patterns then see only code."""
     return _STRING.sub(lambda string: '"' + " " * (len(string.group(0)) - 2) + '"', source)
@@ -368,22 +251,17 @@ def required_presence(source: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
 
 
 class Expression:
-    """A compiled CEL program, the variables it reads and which of their fields (known statically).
+    """A compiled CEL program and the variables it reads."""
 
-    Specialised programs for each (template, container) index pair, with the
-    slot names replaced by list indexes, are compiled on first use and kept.
-    """
-
-    __slots__ = ("source", "compiled", "program", "native", "variables", "fields", "slots", "whole", "_at")
+    __slots__ = ("source", "compiled", "program", "native", "variables")
 
     def __init__(self, source: str, params: dict | None = None):
         self.source = source
         if params is not None:
             source = inline_params(source, params)
-        # Kubernetes' `matches` compiles its regular expression on every call in this CEL engine (80 µs for a
-        # digest pattern); the same RE2-style search through a cached Python pattern costs 1 µs.
+        # Kubernetes' `matches` compiles its regular expression on every call in the reference library (80 µs for
+        # a digest pattern); the same RE2-style search through a cached Python pattern costs 1 µs.
         source = _outside_strings(source, lambda code: _MATCHES.sub(r"reMatches\1", code))
-        _check_reserved(source)
         try:
             checked = cel.compile(source)  # the reference parser and checker: its reports name line and column
         except Exception as exc:  # the binding raises ValueError with the parser's report
@@ -392,31 +270,11 @@ class Expression:
         self.native = not isinstance(self.program, _Reference)
         self.compiled = source
         self.variables = frozenset(checked.variables())
-        self.fields = field_usage(source)
-        self.slots = tuple(name for name in BINDINGS if name in self.variables)
-        self.whole = frozenset(name for name, fields in self.fields.items() if fields is None)
-        self._at: dict[tuple, Any] = {}
 
-    def run(self, context: Activation, template: int | None = None, container: int | None = None) -> Any:
-        """Run for one template/container index pair (see BINDINGS); without indexes, on the names as bound."""
-        if not self.slots:
-            return self.program.execute(context)
-        key = (template, container)
-        program = self._at.get(key)
-        if program is None:
-            program = self._at[key] = _compile(self._wrap(template, container))
-        return program.execute(context)
+    def run(self, context: Activation) -> Any:
+        return self.program.execute(context)
 
-    def __call__(self, context: Activation) -> Any:
-        return self.run(context)
-
-    def _wrap(self, template: int | None, container: int | None) -> str:
-        def path(match: re.Match) -> str:
-            pattern = BINDINGS[match.group(1)]
-            if ("{t}" in pattern and template is None) or ("{c}" in pattern and container is None):
-                return match.group(0)  # not defined at this level: the run reports the undefined name
-            return pattern.format(t=template, c=container)
-        return _outside_strings(self.compiled, lambda code: _IDENTIFIER.sub(path, code))
+    __call__ = run
 
 
 class Template:
@@ -432,17 +290,15 @@ class Template:
         self.parts.append(text[position:])
         expressions = [p for p in self.parts if isinstance(p, Expression)]
         self.variables = frozenset().union(*(p.variables for p in expressions))
-        self.fields = merge_usage(p.fields for p in expressions)
-        self.whole = frozenset(name for name, fields in self.fields.items() if fields is None)
 
-    def render(self, context: Activation, template: int | None = None, container: int | None = None) -> str:
+    def render(self, context: Activation) -> str:
         out = []
         for part in self.parts:
             if isinstance(part, str):
                 out.append(part)
                 continue
             try:
-                value = part.run(context, template, container)
+                value = part.run(context)
             except Exception:
                 value = "?"
             out.append(_display(value))

@@ -1,26 +1,24 @@
 """The engine: a compiled policy set evaluated against one resource at a time.
 
-Evaluation does no parsing, no I/O and no compilation beyond the first sight
-of a template/container index pair: policies were compiled at load, the
-candidates for a (kind, classes) pair are computed once and cached, and one
-CEL context per thread is bound ONCE per resource, with every pod template and
-container in lists and only the fields some candidate rule reads. (Any binding
-makes the next CEL run rebuild all bound values, so binding per container
-would multiply that cost: see celenv.BINDINGS and bench/RESULTS.md.)
-A pod that is not an AI workload meets one policy (devices-declared) at most.
+Evaluation does no parsing, no I/O and no compilation: policies were compiled
+at load (CEL into Python functions, webhook/celnative.py), and the candidates
+for a (kind, classes) pair are computed once and cached. The variables rules
+read are the decoded objects themselves, bound by reference in a dict: the
+resource-wide ones (`workload`, `object`, `templates`, `cluster`) once, `pod`
+and `container` as the engine walks the templates. A pod that is not an AI
+workload meets one policy (devices-declared) at most.
 """
 
 from __future__ import annotations
 
 import copy
 import datetime as dt
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
 from . import pointer as jp
-from .celenv import merge_usage, new_context
+from .celenv import Activation, new_context
 from .config import Config, ConfigError, load_config
 from .facts import ClusterFacts, NoFacts
 from .findings import Evaluation, Finding, Mutation
@@ -36,37 +34,6 @@ class BudgetExceeded(Exception):
 def _check(deadline: Optional[float]) -> None:
     if deadline is not None and time.monotonic() > deadline:
         raise BudgetExceeded()
-
-
-def project(value: Any, fields: Optional[frozenset]) -> Any:
-    """The part of a bound object that the rules read (see celenv.field_usage): binding is the costly step.
-
-    A field may be `top.sub` (for `object`): then only `sub` of `top` is kept, unless `top` is read whole.
-    """
-    if fields is None or not isinstance(value, dict):
-        return value
-    out: dict = {}
-    for name in fields:
-        if "." not in name:
-            if name in value:
-                out[name] = value[name]
-            continue
-        top, sub = name.split(".", 1)
-        if top in fields or top not in value:
-            continue
-        inner = value[top]
-        if isinstance(inner, list) and all(isinstance(item, dict) for item in inner):
-            # a list of maps (a template's containers): keep the listed fields of every item
-            subs = {n.split(".", 1)[1] for n in fields if n.startswith(top + ".")}
-            out[top] = [{k: item[k] for k in subs if k in item} for item in inner]
-        elif isinstance(inner, dict):
-            if sub in inner:
-                out.setdefault(top, {})[sub] = inner[sub]
-            else:
-                out.setdefault(top, {})
-        else:
-            out[top] = inner  # neither: keep it as it is, CEL reports what the rule does with it
-    return out
 
 
 def lower(action: str, ceiling: Optional[str]) -> str:
@@ -85,11 +52,10 @@ class _Scope:
     cluster: Optional[dict]
     ceiling: Optional[str]  # namespace enforcement label
     evaluation: Evaluation
-    plan: Optional[dict] = None  # bound object -> fields to bind (None: whole)
     variables: frozenset = frozenset()  # CEL variables some chosen policy reads
     chosen: tuple = ()
     bound: bool = False  # CEL variables are bound on the first rule that needs CEL, not before
-    whole: frozenset = frozenset()  # objects already bound whole
+    devices: Optional[dict] = None  # template position -> its devices, when some rule reads templateDevices
 
 
 class Engine:
@@ -107,7 +73,6 @@ class Engine:
                            and any(r.target == "pod" for r in p.rules)}
         self._candidates: dict[tuple, tuple[Policy, ...]] = {}
         self._exception_index: dict[tuple, tuple] = {}
-        self._local = threading.local()
         self.generation = 0
 
     @classmethod
@@ -125,12 +90,6 @@ class Engine:
             found = tuple(p for p in self.policies if p.match.admits(kind, classes))
             self._candidates[key] = found
         return found
-
-    def _context(self):
-        context = getattr(self._local, "context", None)
-        if context is None:
-            context = self._local.context = new_context()
-        return context
 
     def _exceptions_for(self, policy_id: str, namespace: str) -> tuple:
         """The config exceptions that can cover this policy in this namespace (memoised: few namespaces)."""
@@ -191,7 +150,7 @@ class Engine:
         scope, chosen = self._scope(resource, facts)
         if not chosen:
             return scope.evaluation
-        context = self._context()
+        context = new_context()
         scope.chosen = tuple(chosen)
         by_target = {"object": [], "pod": [], "container": []}
         for policy in chosen:
@@ -202,7 +161,6 @@ class Engine:
             _check(deadline)
             self._run(context, scope, policy, "", None, None)
         if scope.workload is not None and (by_target["pod"] or by_target["container"]):
-            index = 0
             for position, template in enumerate(scope.workload.templates):
                 for policy in by_target["pod"]:
                     if template.spec is not None:
@@ -212,41 +170,24 @@ class Engine:
                     for policy in by_target["container"]:
                         if policy.takes(container):
                             _check(deadline)
-                            self._run(context, scope, policy, container.pointer, template, container, position,
-                                      index)
-                    index += 1
+                            self._run(context, scope, policy, container.pointer, template, container, position)
         return scope.evaluation
 
-    def _bind_resource(self, context, scope: _Scope, chosen: list[Policy], mutating: bool = False) -> None:
-        """Bind what the chosen policies read: the fields their rules read (see celenv.field_usage and BINDINGS)."""
-        variables = frozenset().union(*(p.variables for p in chosen))
-        if mutating:
-            scope.plan = merge_usage(p.mutation_fields for p in chosen)
-        else:
-            scope.plan = merge_usage(p.partial_fields for p in chosen)
-            for name in ("object", "pod", "podMeta", "container", "workload", "templates"):
-                if name in variables:
-                    scope.plan.setdefault(name, frozenset())  # read whole by some rule: bound when it runs
-        scope.variables = variables
+    def _bind_resource(self, context: Activation, scope: _Scope, chosen: list[Policy]) -> None:
+        """Bind the resource-wide variables the chosen policies read, and the cluster facts they need."""
+        scope.variables = frozenset().union(*(p.variables for p in chosen))
         needed = frozenset(f for p in chosen for f in p.requires)
-        if needed or "cluster" in variables:
+        if needed or "cluster" in scope.variables:
             scope.cluster = self._cluster(scope, needed)
         self._bind(context, scope)
 
-    def _bind_whole(self, context, scope: _Scope, names: frozenset) -> None:
-        """Bind these objects whole, for a rule that reads them whole (one extra rebuild, only when it runs)."""
-        scope.whole = scope.whole | names
-        for name in names:
-            scope.plan[name] = None
-        self._bind(context, scope)
-
-    def _bind(self, context, scope: _Scope) -> None:
-        """Bind the resource as it is now (mutation rebinds after each change): top-level names and lists."""
-        variables, plan = scope.variables, scope.plan or {}
+    def _bind(self, context: Activation, scope: _Scope) -> None:
+        """The resource-wide variables, by reference to the resource as it is now (mutation rebinds after a change)."""
+        variables = scope.variables
         resource, workload = scope.resource, scope.workload
         templates = workload.templates if workload else []
         if "workload" in variables:
-            context.add_variable("workload", project({
+            context["workload"] = {
                 "kind": resource.kind,
                 "name": resource.name,
                 "namespace": resource.namespace,
@@ -257,33 +198,37 @@ class Engine:
                 "tier": (workload.tier if workload else None) or "",
                 "devices": sorted(workload.devices) if workload else [],
                 "podCount": workload.pod_count if workload else 0,
-            }, plan.get("workload", frozenset())))
+            }
         if "object" in variables:
-            context.add_variable("object", project(resource.obj, plan.get("object")))
+            context["object"] = resource.obj
         if "cluster" in variables and scope.cluster is not None:
-            context.add_variable("cluster", {k: v for k, v in scope.cluster.items() if v is not None})
+            context["cluster"] = {k: v for k, v in scope.cluster.items() if v is not None}
         if "templates" in variables:
             # Every pod template, for rules about the whole workload (gang admission, spot checkpointing).
-            context.add_variable("templates", [project({
+            context["templates"] = [{
                 "name": t.name, "podCount": t.pod_count, "hasPodSpec": t.spec is not None,
                 "spec": t.spec if t.spec is not None else {}, "metadata": t.metadata,
                 "containers": [c.obj for c in t.containers],
-            }, plan.get("templates")) for t in templates])
-        if "pod" in variables:
-            context.add_variable("_pods", [project(t.spec if t.spec is not None else {}, plan.get("pod"))
-                                           for t in templates])
-        if "podMeta" in variables:
-            context.add_variable("_podMetas", [project(t.metadata, plan.get("podMeta")) for t in templates])
-        if "template" in variables:
-            context.add_variable("_templates", [t.name for t in templates])
-        if "templateDevices" in variables:
-            context.add_variable("_templateDevices", [template_devices(t, self.config.classification)
-                                                      for t in templates])
-        if "container" in variables:
-            context.add_variable("_containers", [project(c.obj, plan.get("container"))
-                                                 for t in templates for c in t.containers])
-        if "containerType" in variables:
-            context.add_variable("_containerTypes", [c.section for t in templates for c in t.containers])
+            } for t in templates]
+
+    def _enter(self, context: Activation, scope: _Scope, template: Optional[PodTemplate], position: Optional[int],
+               container: Optional[Container]) -> None:
+        """Bind the pod template and container a rule is about to run on."""
+        if template is not None:
+            context["pod"] = template.spec if template.spec is not None else {}
+            context["podMeta"] = template.metadata
+            context["template"] = template.name
+            if "templateDevices" in scope.variables:
+                if scope.devices is None:
+                    scope.devices = {}
+                if position not in scope.devices:
+                    scope.devices[position] = template_devices(template, self.config.classification)
+                context["templateDevices"] = scope.devices[position]
+        if container is not None:
+            context["container"] = container.obj
+            context["containerType"] = container.section
+        elif "container" in context:  # a pod-level rule must not see the last template's container
+            del context["container"], context["containerType"]
 
     def _cluster(self, scope: _Scope, needed: frozenset) -> dict:
         facts, resource = scope.facts, scope.resource
@@ -322,8 +267,8 @@ class Engine:
             action = lower(action, rule.action)
         return lower(action, scope.ceiling)
 
-    def _run(self, context, scope: _Scope, policy: Policy, base: str, template: Optional[PodTemplate],
-             container: Optional[Container], t: Optional[int] = None, c: Optional[int] = None) -> None:
+    def _run(self, context: Activation, scope: _Scope, policy: Policy, base: str, template: Optional[PodTemplate],
+             container: Optional[Container], position: Optional[int] = None) -> None:
         target = container.obj if container else (template.spec if template else scope.resource.obj)
         level = "container" if container else ("pod" if template else "object")
         classes = scope.evaluation.classes
@@ -337,19 +282,20 @@ class Engine:
         if not scope.bound:
             self._bind_resource(context, scope, list(scope.chosen))
             scope.bound = True
+        self._enter(context, scope, template, position, container)
         simple = tuple(rule for rule in active if rule.expression is not None and not rule.requires)
         if simple:
             # Fast path: every verdict from one program. Only if it cannot give them all (a rule raised, or answered
             # something other than a boolean) do the rules run one by one below, to say which.
             try:
-                verdicts = self._run_cel(context, scope, policy.verdicts(simple), t, c)
+                verdicts = policy.verdicts(simple).run(context)
             except Exception:
                 verdicts = None
             if isinstance(verdicts, list) and len(verdicts) == len(simple) \
                     and all(isinstance(verdict, bool) for verdict in verdicts):
                 for rule, verdict in zip(simple, verdicts):
                     if not verdict:
-                        self._add(scope, policy, rule, "fail", self._render(context, scope, rule, t, c),
+                        self._add(scope, policy, rule, "fail", rule.message.render(context),
                                   _where(base, container, rule.path))
                 active = [rule for rule in active if rule.expression is None or rule.requires]
         for rule in active:
@@ -358,7 +304,7 @@ class Engine:
             early = rule.when is not None and "cluster" not in rule.when.variables
             if early:
                 try:
-                    if self._run_cel(context, scope, rule.when, t, c) is not True:
+                    if rule.when.run(context) is not True:
                         continue
                 except Exception as exc:
                     self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
@@ -376,30 +322,20 @@ class Engine:
                           _where(base, container, rule.path))
                 continue
             try:
-                if not early and rule.when is not None and self._run_cel(context, scope, rule.when, t, c) is not True:
+                if not early and rule.when is not None and rule.when.run(context) is not True:
                     continue
                 if rule.expression is not None:
-                    if self._run_cel(context, scope, rule.expression, t, c) is not True:
-                        self._add(scope, policy, rule, "fail", self._render(context, scope, rule, t, c),
+                    if rule.expression.run(context) is not True:
+                        self._add(scope, policy, rule, "fail", rule.message.render(context),
                                   _where(base, container, rule.path))
                 else:
                     for path, detail in rule.schema.errors(target):
-                        context.add_variable("error", detail)
-                        self._add(scope, policy, rule, "fail", self._render(context, scope, rule, t, c),
+                        context["error"] = detail
+                        self._add(scope, policy, rule, "fail", rule.message.render(context),
                                   _where(base, container, jp.join("", *path)))
             except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
                 self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
                           _where(base, container, rule.path))
-
-    def _run_cel(self, context, scope: _Scope, expression, t: Optional[int], c: Optional[int]) -> Any:
-        if expression.whole - scope.whole:
-            self._bind_whole(context, scope, expression.whole)
-        return expression.run(context, t, c)
-
-    def _render(self, context, scope: _Scope, rule: Rule, t: Optional[int], c: Optional[int]) -> str:
-        if rule.message.whole - scope.whole:
-            self._bind_whole(context, scope, rule.message.whole)
-        return rule.message.render(context, t, c)
 
     def _add(self, scope: _Scope, policy: Policy, rule: Rule, result: str, message: str, pointer: str) -> None:
         scope.evaluation.findings.append(Finding(
@@ -423,39 +359,36 @@ class Engine:
         if not chosen or scope.workload is None:
             out.patched = working
             return out
-        context = self._context()
-        self._bind_resource(context, scope, chosen, mutating=True)
+        context = new_context()
+        self._bind_resource(context, scope, chosen)
         for policy in chosen:
             _check(deadline)
-            index = 0
             for position, template in enumerate(scope.workload.templates):
-                first = index
-                index += len(template.containers)
                 if template.spec is None:
                     continue
                 for mutation in policy.mutations:
                     if mutation.target == "pod":
-                        if self._mutate_at(context, working, template.spec_pointer, mutation, out, policy.id,
-                                           position, None):
+                        self._enter(context, scope, template, position, None)
+                        if self._mutate_at(context, working, template.spec_pointer, mutation, out, policy.id):
                             self._bind(context, scope)  # later `when`s must see the change
                         continue
-                    for offset, container in enumerate(template.containers):
+                    for container in template.containers:
                         if container.rename or not policy.takes(container):
                             continue
-                        if self._mutate_at(context, working, container.pointer, mutation, out, policy.id,
-                                           position, first + offset):
+                        self._enter(context, scope, template, position, container)
+                        if self._mutate_at(context, working, container.pointer, mutation, out, policy.id):
                             self._bind(context, scope)
         out.patched = working
         return out
 
-    def _mutate_at(self, context, working: dict, base: str, mutation, out: Mutation, policy_id: str,
-                   t: Optional[int], c: Optional[int]) -> bool:
+    def _mutate_at(self, context: Activation, working: dict, base: str, mutation, out: Mutation,
+                   policy_id: str) -> bool:
         """Add one operation where `mutation` applies at `base`; True when something changed."""
         try:
-            if mutation.when is not None and mutation.when.run(context, t, c) is not True:
+            if mutation.when is not None and mutation.when.run(context) is not True:
                 return False
             # a native program may answer with a part of the document itself: the patch must own its value
-            value = copy.deepcopy(mutation.value.run(context, t, c))
+            value = copy.deepcopy(mutation.value.run(context))
         except Exception as exc:
             out.errors.append(f"{policy_id}/{mutation.name} at {base or '/'}: {exc}")
             return False

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Optional
 from jsonschema import Draft202012Validator
 
 from . import pointer as jp
-from .celenv import CelError, Expression, Template, merge_usage, required_presence
+from .celenv import CelError, Expression, Template, required_presence
 from .resource import Resource
 from .schemarule import SchemaRule, locate_error
 from .sources import load_paths
@@ -57,7 +57,6 @@ class Rule:
     requires: tuple[str, ...] = ()
     when_unknown: str = "skip"
     variables: frozenset = frozenset()
-    fields: dict = field(default_factory=dict)  # bound object -> top-level fields read (None: all)
     target: str = "container"  # the level it is evaluated at: the policy's target, or `pod` in a container policy
     classes: frozenset = frozenset()  # the workload must have all of these for the rule to apply
     presence: tuple = ()  # (variable, field path) that its `when` requires, checked before any CEL
@@ -73,7 +72,6 @@ class Mutation:
     value: Expression
     when: Optional[Expression] = None
     variables: frozenset = frozenset()
-    fields: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -145,8 +143,6 @@ class Policy:
     source: str
     document: dict = field(repr=False, default_factory=dict)
     variables: frozenset = field(init=False, default=frozenset())
-    mutation_fields: dict = field(init=False, default_factory=dict)
-    partial_fields: dict = field(init=False, default_factory=dict)
     _verdicts: dict = field(init=False, default_factory=dict, repr=False)
     requires: frozenset = field(init=False, default=frozenset())
 
@@ -171,11 +167,6 @@ class Policy:
     def __post_init__(self) -> None:
         # Derived once: the engine asks for these on every evaluation.
         self.variables = frozenset().union(*(r.variables for r in self.rules), *(m.variables for m in self.mutations))
-        # Fields of the rules that read only fields: bound up front. A rule that reads a whole object (passes
-        # `pod` to a function) makes the engine bind the whole object only when that rule is about to run.
-        self.partial_fields = merge_usage([{k: v for k, v in r.fields.items() if v is not None}
-                                           for r in self.rules])
-        self.mutation_fields = merge_usage([m.fields for m in self.mutations])  # what mutation binds
         self.requires = frozenset(fact for rule in self.rules for fact in rule.requires)
 
 
@@ -240,7 +231,6 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
                 problems.append((f"{where}/schema", str(exc)))
         parts = [p for p in (rule.when, rule.expression) if p is not None]
         rule.variables = message.variables.union(*(p.variables for p in parts))
-        rule.fields = merge_usage([message.fields] + [p.fields for p in parts])
         rule.needs_pod = bool(rule.variables & {"pod", "podMeta"})
         if rule.schema is not None and doc["target"] == "container":
             rule.variables |= {"container"}
@@ -256,8 +246,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             problems.append((f"{where}/target", "a mutation targets a pod or a container"))
         if value is not None:
             variables = value.variables | (when.variables if when else frozenset())
-            fields = merge_usage([value.fields] + ([when.fields] if when else []))
-            mutations.append(Mutation(raw["name"], target, raw["op"], raw["path"], value, when, variables, fields))
+            mutations.append(Mutation(raw["name"], target, raw["op"], raw["path"], value, when, variables))
 
     names = [r["name"] for r in doc["rules"]]
     for position, name in enumerate(names):

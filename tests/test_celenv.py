@@ -1,0 +1,49 @@
+"""The CEL environment: params folded at compile time, native programs by default, the reference library as fallback."""
+
+import pytest
+
+from webhook.celenv import CelError, Expression, new_context, inline_params
+
+
+def test_params_are_folded_outside_strings():
+    assert inline_params('params.n > 1 && x == "params.n"', {"n": 2}) == '(2) > 1 && x == "params.n"'
+
+
+def test_unknown_param_fails_at_compile_time():
+    with pytest.raises(CelError, match="unknown parameter 'm'"):
+        Expression("params.m > 1", {"n": 2})
+
+
+def test_an_expression_the_native_compiler_supports_runs_natively_on_the_objects_themselves():
+    expression = Expression('container.resources.limits.exists(k, k.startsWith("nvidia.com/"))')
+    assert expression.native
+    context = new_context()
+    context["container"] = {"resources": {"limits": {"nvidia.com/gpu": 1}}}
+    assert expression.run(context) is True
+    context["container"] = {"resources": {"limits": {"cpu": "1"}}}
+    assert expression.run(context) is False
+
+
+def test_what_the_native_compiler_lacks_runs_on_the_reference_library_with_the_same_variables():
+    # timestamps are not implemented natively: the expression still works, through the Rust CEL library
+    expression = Expression('timestamp(object.metadata.creationTimestamp) < timestamp("2030-01-01T00:00:00Z")')
+    assert not expression.native
+    context = new_context()
+    context["object"] = {"metadata": {"creationTimestamp": "2026-11-29T18:00:00Z"}}
+    assert expression.run(context) is True
+    context["object"] = {"metadata": {"creationTimestamp": "2031-01-01T00:00:00Z"}}
+    assert expression.run(context) is False
+
+
+def test_syntax_errors_are_reported_by_the_reference_checker_with_their_column():
+    with pytest.raises(CelError, match="1:21"):
+        Expression("has(container.x) && && true")
+
+
+def test_a_missing_key_is_an_error_that_names_the_key_and_an_unbound_variable_says_so():
+    context = new_context()
+    context["container"] = {"name": "c"}
+    with pytest.raises(Exception, match="no such key: image"):
+        Expression("container.image == 'x'").run(context)
+    with pytest.raises(Exception, match="undeclared reference to 'pod'"):
+        Expression("pod.volumes.size() > 0").run(context)
