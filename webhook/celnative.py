@@ -227,8 +227,17 @@ class _Generator:
         return f"_idx({operand}, {self.atom(node[2], out, indent, scope)})"
 
     # operators
+    def named(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        """The node's value as a name: what `is True` may test (Python warns on `1 is True`)."""
+        text = self.value(node, out, indent, scope)
+        if text.isidentifier() and text not in ("True", "False", "None"):
+            return text
+        temporary = self.name()
+        out.append(f"{indent}{temporary} = {text}")
+        return temporary
+
     def _not(self, node: tuple, out: list, indent: str, scope: dict) -> str:
-        operand = self.atom(node[1], out, indent, scope)
+        operand = self.named(node[1], out, indent, scope)
         return f"(False if {operand} is True else True if {operand} is False else _fail(_overload('!', {operand})))"
 
     def _neg(self, node: tuple, out: list, indent: str, scope: dict) -> str:
@@ -301,7 +310,7 @@ class _Generator:
         return result
 
     def _cond(self, node: tuple, out: list, indent: str, scope: dict) -> str:
-        test = self.atom(node[1], out, indent, scope)
+        test = self.named(node[1], out, indent, scope)
         result = self.name("r")
         out.append(f"{indent}if {test} is True:")
         out.append(f"{indent + _IN}{result} = {self.value(node[2], out, indent + _IN, scope)}")

@@ -160,10 +160,13 @@ def _escape(source: str, position: int, as_bytes: bool) -> tuple[int, str]:
         value = int(source[position + 2:position + 4], 16)
         return position + 4, octet(value)
     if char == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", source[position + 2:position + 6]):
-        return position + 6, chr(int(source[position + 2:position + 6], 16))
+        value = int(source[position + 2:position + 6], 16)
+        if 0xD800 <= value <= 0xDFFF:
+            raise ParseError("invalid unicode escape: a surrogate is not a character", source, position)
+        return position + 6, chr(value)
     if char == "U" and re.fullmatch(r"[0-9a-fA-F]{8}", source[position + 2:position + 10]):
         value = int(source[position + 2:position + 10], 16)
-        if value > 0x10FFFF:
+        if value > 0x10FFFF or 0xD800 <= value <= 0xDFFF:
             raise ParseError("invalid unicode escape", source, position)
         return position + 10, chr(value)
     if char in "0123" and re.fullmatch(r"[0-7]{3}", source[position + 1:position + 4]):

@@ -12,11 +12,14 @@ EvalError (or a Python lookup error the generated code translates).
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable
 
 from .celparse import INT64_MAX, INT64_MIN, UINT64_MAX, UInt
 
 _NUMBERS = (int, float, UInt)
+_INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: Python's int() would also take "1_000" and " 1"
+_DOUBLE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:[iI]nf(?:inity)?|NaN|nan)")
 _KEYS = (str, int, bool, UInt)
 
 
@@ -158,6 +161,8 @@ def _arith(op: str, a: Any, b: Any) -> Any:
         return a / b
     if b == 0:
         raise EvalError("division by zero" if op == "/" else "modulo by zero")
+    if ta is int and a == INT64_MIN and b == -1:  # the one quotient (and its remainder) int64 cannot hold
+        raise EvalError("int overflow")
     quotient = abs(a) // abs(b)
     if op == "/":
         return wrap(quotient if (a < 0) == (b < 0) else -quotient)
@@ -223,14 +228,13 @@ def _to_int(value: Any) -> int:
     if kind is UInt:
         return _int(int(value))
     if kind is float:
-        if value != value or not (-9.223372036854775808e18 <= value < 9.223372036854775808e18):
+        if value != value or not (-9.223372036854775808e18 < value < 9.223372036854775807e18):
             raise EvalError("int() of a double out of range")
         return int(value)
     if kind is str:
-        try:
-            return _int(int(value, 10))
-        except ValueError:
-            raise EvalError(f"int() cannot parse {value!r}") from None
+        if not _INTEGER.fullmatch(value):
+            raise EvalError(f"int() cannot parse {value!r}")
+        return _int(int(value, 10))
     raise _overload("int", value)
 
 
@@ -243,10 +247,9 @@ def _to_uint(value: Any) -> UInt:
             raise EvalError("uint() of a double out of range")
         return UInt(int(value))
     if kind is str:
-        try:
-            return _uint(int(value, 10))
-        except ValueError:
-            raise EvalError(f"uint() cannot parse {value!r}") from None
+        if not _INTEGER.fullmatch(value) or value.startswith("-"):
+            raise EvalError(f"uint() cannot parse {value!r}")
+        return _uint(int(value, 10))
     raise _overload("uint", value)
 
 
@@ -255,10 +258,9 @@ def _to_double(value: Any) -> float:
     if kind in (int, UInt, float):
         return float(value)
     if kind is str:
-        try:
-            return float(value)
-        except ValueError:
-            raise EvalError(f"double() cannot parse {value!r}") from None
+        if not _DOUBLE.fullmatch(value):
+            raise EvalError(f"double() cannot parse {value!r}")
+        return float(value)
     raise _overload("double", value)
 
 
@@ -269,7 +271,9 @@ def _to_string(value: Any) -> str:
     if kind in (int, UInt):
         return str(int(value))
     if kind is float:
-        return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
+        if value.is_integer() and abs(value) < 1e16:
+            return "-0" if value == 0 and math.copysign(1.0, value) < 0 else str(int(value))
+        return repr(value)
     if kind is bytes:
         try:
             return value.decode("utf-8")
