@@ -28,3 +28,30 @@ def test_parallel_equals_sequential(tmp_path):
     assert flat(parallel) == flat(sequential)
     assert [e.policies for e in parallel.evaluations] == [e.policies for e in sequential.evaluations]
     assert parallel.errors == sequential.errors and parallel.exit_code() == sequential.exit_code()
+
+
+def test_the_parent_loads_only_the_documents_that_can_be_facts():
+    from webhook.fileaudit import _fact_documents
+
+    text = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec: {template: {spec: {containers: [{name: a, image: x}]}}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+--- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}
+--- # a List of quotas
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: ResourceQuota, metadata: {name: q, namespace: team-a}, spec: {hard: {requests.nvidia.com/gpu: "8"}}}
+---
+kind: PriorityClass
+apiVersion: scheduling.k8s.io/v1
+metadata: {name: ai-training}
+value: 1000
+"""
+    found = [(r.kind, r.name) for r in _fact_documents(text, "multi.yaml")]
+    assert found == [("Namespace", "team-a"), ("ResourceQuota", "q"), ("PriorityClass", "ai-training")]

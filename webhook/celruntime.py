@@ -174,7 +174,7 @@ def _contains(container: Any, item: Any) -> bool:
     kind = type(container)
     if kind is list:
         if type(item) is str:
-            return any(type(x) is str and x == item for x in container)
+            return item in container  # a Python str equals no value of another type: exactly CEL's equality
         return any(equals(item, x) for x in container)
     if kind is dict:
         if type(item) is str:

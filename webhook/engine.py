@@ -73,6 +73,7 @@ class Engine:
                            and any(r.target == "pod" for r in p.rules)}
         self._candidates: dict[tuple, tuple[Policy, ...]] = {}
         self._exception_index: dict[tuple, tuple] = {}
+        self._level_rules: dict[tuple, tuple] = {}  # (policy, level, classes, has pod spec) -> rules that may apply
         self.generation = 0
 
     @classmethod
@@ -271,12 +272,18 @@ class Engine:
              container: Optional[Container], position: Optional[int] = None) -> None:
         target = container.obj if container else (template.spec if template else scope.resource.obj)
         level = "container" if container else ("pod" if template else "object")
-        classes = scope.evaluation.classes
-        active = [rule for rule in policy.rules
-                  if rule.target == level and not (rule.classes and not rule.classes <= classes)
-                  and not (rule.needs_pod and (template is None or template.spec is None))
-                  # a `when` that starts with has() of an absent field is false: no CEL at all
-                  and not (rule.presence and not _present(rule.presence, scope.resource.obj, template, container))]
+        has_spec = template is not None and template.spec is not None
+        key = (policy.id, level, scope.evaluation.classes, has_spec)
+        rules = self._level_rules.get(key)
+        if rules is None:  # what does not depend on the object's fields: the same for every resource of its classes
+            classes = scope.evaluation.classes
+            rules = self._level_rules[key] = tuple(
+                rule for rule in policy.rules
+                if rule.target == level and not (rule.classes and not rule.classes <= classes)
+                and not (rule.needs_pod and not has_spec))
+        # a `when` that starts with has() of an absent field is false: no CEL at all
+        active = [rule for rule in rules
+                  if not (rule.presence and not _present(rule.presence, scope.resource.obj, template, container))]
         if not active:
             return
         if not scope.bound:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import lru_cache
 from urllib.parse import quote
 
 from .. import __version__
@@ -21,6 +22,7 @@ SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {"deny": "error", "warn": "warning", "audit": "note"}
 
 
+@lru_cache(maxsize=4096)  # one file holds many findings
 def artifact_uri(path: str) -> str:
     """A relative path stays relative (code-scanning resolves it against the checkout); absolute becomes file://."""
     posix = path.replace(os.sep, "/")
