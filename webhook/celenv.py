@@ -151,7 +151,7 @@ def _compile(source: str, checked: Any) -> Any:
     try:
         return compile_native(source, FUNCTIONS)
     except (Unsupported, ParseError):
-        return _Reference(checked)
+        return _Reference(checked if checked is not None else cel.compile(source))
 
 
 _MATCHES = re.compile(r"\bmatches(\s*\()")
@@ -277,6 +277,15 @@ class Expression:
         self._program = None
         self.compiled = source
         self.variables = frozenset(checked.variables())
+
+    @classmethod
+    def combined(cls, source: str, variables: frozenset) -> "Expression":
+        """An expression built from parts that were each checked (a policy's verdict list): not checked again."""
+        expression = cls.__new__(cls)
+        expression.source = expression.compiled = source
+        expression._checked = expression._program = None
+        expression.variables = variables
+        return expression
 
     @property
     def program(self) -> Any:

@@ -155,9 +155,10 @@ class Policy:
         key = tuple(rule.name for rule in rules)
         found = self._verdicts.get(key)
         if found is None:
-            found = self._verdicts[key] = Expression("[" + ", ".join(
+            found = self._verdicts[key] = Expression.combined("[" + ", ".join(
                 f"!({rule.when.compiled}) || ({rule.expression.compiled})" if rule.when is not None
-                else f"({rule.expression.compiled})" for rule in rules) + "]")
+                else f"({rule.expression.compiled})" for rule in rules) + "]",
+                frozenset().union(*(rule.variables for rule in rules)))
         return found
 
     def takes(self, container) -> bool:
