@@ -76,6 +76,7 @@ def deepest_existing(document: Any, pointer: str) -> str:
     return join("", *kept)
 
 
+@lru_cache(maxsize=4096)  # reports ask for the same few dozen pointers thousands of times
 def to_dotted(pointer: str) -> str:
     """``/spec/containers/0/image`` -> ``spec.containers[0].image`` for messages people read."""
     out = ""
