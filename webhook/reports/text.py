@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from functools import lru_cache
 
 from .jsonreport import summary
 from .location import group_key, locate
@@ -28,14 +29,15 @@ class _Paint:
         return f"\033[{_COLOURS[style]}m{text}\033[0m" if self.enabled else text
 
 
+@lru_cache(maxsize=256)  # one remediation per policy, asked for by every finding
 def first_sentence(text: str, limit: int = 200) -> str:
     flat = " ".join((text or "").split())
     sentence = _SENTENCE.split(flat, maxsplit=1)[0]
     return sentence if len(sentence) <= limit else sentence[:limit - 1].rstrip() + "…"
 
 
-def _sort_key(finding):
-    location = locate(finding)
+def _order(item):
+    location, finding = item
     return (location.line, location.column, finding.policy, finding.rule)
 
 
@@ -55,8 +57,7 @@ def render(result, engine, color: bool = False, **options) -> str:
         groups[group_key(finding)].append(finding)
     for heading, findings in groups.items():
         lines.append(paint(heading, "bold"))
-        for finding in sorted(findings, key=_sort_key):
-            location = locate(finding)
+        for location, finding in sorted(((locate(f), f) for f in findings), key=_order):
             style = finding.action if finding.result == "fail" else finding.result
             tag = finding.action if finding.result == "fail" else f"{finding.action}, {finding.result}"
             where = location.short()
