@@ -47,3 +47,16 @@ def test_a_missing_key_is_an_error_that_names_the_key_and_an_unbound_variable_sa
         Expression("container.image == 'x'").run(context)
     with pytest.raises(Exception, match="undeclared reference to 'pod'"):
         Expression("pod.volumes.size() > 0").run(context)
+
+
+def test_prepare_compiles_every_program_of_the_bundle_before_any_review():
+    from webhook.engine import Engine
+
+    engine = Engine.load()
+    expressions = [e for p in engine.policies for r in p.rules for e in (r.when, r.expression) if e is not None]
+    assert expressions and all(e._program is None for e in expressions)  # loading only checks them
+    engine.prepare()
+    everything = expressions + [part for p in engine.policies for r in p.rules for part in r.message.parts
+                                if not isinstance(part, str)]
+    everything += [e for p in engine.policies for m in p.mutations for e in (m.when, m.value) if e is not None]
+    assert all(e._program is not None and e.native for e in everything)

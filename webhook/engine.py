@@ -83,6 +83,30 @@ class Engine:
         policies = load_policies(list(policy_paths or [BUILTIN_POLICY_DIR]), config.params())
         return cls(policies, config)
 
+    def prepare(self) -> "Engine":
+        """Compile every CEL program now rather than at its first run (the webhook, before it serves a review).
+
+        A one-shot audit leaves programs to compile on first use, since most never
+        run; a server would otherwise charge the compiling to its first reviews.
+        Each policy's combined verdict program is built for its full rule set per
+        level, the set a resource that passes every guard meets.
+        """
+        for policy in self.policies:
+            expressions = []
+            for rule in policy.rules:
+                expressions += [e for e in (rule.when, rule.expression) if e is not None]
+                expressions += [p for p in rule.message.parts if not isinstance(p, str)]
+            for mutation in policy.mutations:
+                expressions += [e for e in (mutation.when, mutation.value) if e is not None]
+            for level in ("object", "pod", "container"):
+                simple = tuple(r for r in policy.rules
+                               if r.target == level and r.expression is not None and not r.requires)
+                if simple:
+                    expressions.append(policy.verdicts(simple))
+            for expression in expressions:
+                expression.program  # noqa: B018 - compiles and keeps it
+        return self
+
     # ------------------------------------------------------------------ selection
     def candidates(self, kind: str, classes: frozenset) -> tuple[Policy, ...]:
         key = (kind, classes)

@@ -162,7 +162,8 @@ class PolicyReloader:
         from .policy import PolicyLoadError
 
         try:
-            engine = Engine.load(self.options.policies or None, self.options.config, self.options.own_namespace)
+            engine = Engine.load(self.options.policies or None, self.options.config,
+                                 self.options.own_namespace).prepare()  # compiled here, not in reviews
         except (PolicyLoadError, ConfigError) as exc:
             problems = exc.problems
         except Exception as exc:  # anything else a broken file can provoke
@@ -225,7 +226,7 @@ def build_app(options: ServeOptions):
 
     setup_logging(getattr(logging, options.log_level.upper(), logging.INFO))
     metrics = Metrics()
-    engine = Engine.load(options.policies or None, options.config, options.own_namespace)
+    engine = Engine.load(options.policies or None, options.config, options.own_namespace).prepare()
     source = EngineSource(engine, build_facts(options))
     settings = Settings(budget_seconds=options.budget_seconds, max_body_bytes=options.max_body_bytes,
                         on_timeout=options.on_timeout)
