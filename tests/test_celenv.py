@@ -60,3 +60,12 @@ def test_prepare_compiles_every_program_of_the_bundle_before_any_review():
                                 if not isinstance(part, str)]
     everything += [e for p in engine.policies for m in p.mutations for e in (m.when, m.value) if e is not None]
     assert all(e._program is not None and e.native for e in everything)
+
+
+def test_expressions_too_deep_for_python_fall_back_to_the_reference_library():
+    # 30 nested comprehensions exceed the blocks Python allows in one function: the reference library runs it
+    source = "".join(f"[1].exists(v{i}, " for i in range(30)) + "true" + ")" * 30
+    expression = Expression(source)
+    assert not expression.native
+    assert expression.run(new_context()) is True
+    assert Expression("!" * 300 + "true").run(new_context()) is True

@@ -67,7 +67,10 @@ def compile_native(source: str, functions: Mapping[str, Callable]) -> Program:
     """Compile `source`; ParseError if it is not CEL, Unsupported if it needs the reference library."""
     generator = _Generator(functions)
     body: list[str] = []
-    result = generator.value(fold(parse(source)), body, "        ", {})
+    try:
+        result = generator.value(fold(parse(source)), body, "        ", {})
+    except RecursionError:
+        raise Unsupported("too deeply nested for the native compiler") from None
     free = frozenset(generator.free)
     python = "\n".join([
         "def cel(A):",
