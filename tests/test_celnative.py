@@ -290,8 +290,8 @@ def policy_expressions() -> tuple:
     return tuple(out)
 
 
-_POD = {"pod", "podMeta", "template", "templateDevices", "_pods", "_podMetas", "_templates", "_templateDevices"}
-_CONTAINER = {"container", "containerType", "_containers", "_containerTypes"}
+_POD = {"pod", "podMeta", "template", "templateDevices"}
+_CONTAINER = {"container", "containerType"}
 
 
 def _templates(resource, classification):
@@ -310,7 +310,6 @@ def sites(resources, classification):
     """(origin, level, variables) for each resource, each of its pod templates and each of their containers."""
     for resource in resources:
         workload, templates = _templates(resource, classification)
-        containers = [c for t in templates for c in t.containers]
         variables = {  # shaped as webhook/engine.py _bind binds them, whole
             "object": resource.obj, "cluster": CLUSTER, "error": "must be a string",
             "workload": {"kind": resource.kind, "name": resource.name, "namespace": resource.namespace,
@@ -321,17 +320,13 @@ def sites(resources, classification):
             "templates": [{"name": t.name, "podCount": t.pod_count, "hasPodSpec": t.spec is not None,
                            "spec": t.spec if t.spec is not None else {}, "metadata": t.metadata,
                            "containers": [c.obj for c in t.containers]} for t in templates],
-            # the engine's slot lists (celenv.BINDINGS), for a compiled form that indexes them
-            "_pods": [t.spec if t.spec is not None else {} for t in templates],
-            "_podMetas": [t.metadata for t in templates], "_templates": [t.name for t in templates],
-            "_templateDevices": [template_devices(t, classification) if workload else [] for t in templates],
-            "_containers": [c.obj for c in containers], "_containerTypes": [c.section for c in containers],
         }
         where = f"{resource.origin.file} #{resource.origin.document} {resource.describe()}"
         yield where, "object", variables
-        for position, template in enumerate(templates):
-            at_pod = dict(variables, pod=variables["_pods"][position], podMeta=template.metadata,
-                          template=template.name, templateDevices=variables["_templateDevices"][position])
+        for template in templates:
+            at_pod = dict(variables, pod=template.spec if template.spec is not None else {},
+                          podMeta=template.metadata, template=template.name,
+                          templateDevices=template_devices(template, classification) if workload else [])
             yield f"{where}, template {template.name!r}", "pod", at_pod
             for c in template.containers:
                 yield (f"{where}, template {template.name!r}, {c.section} {c.name!r}", "container",
