@@ -1,11 +1,11 @@
 """The CEL environment rules are written in.
 
-Expressions are compiled once at policy load into Python closures
-(webhook/celnative.py) that read the admission objects in place; the reference
-CEL library (``common-expression-language``, Rust) checks every expression at
-load, so errors read as CEL's own, and runs the rare expression that uses CEL
-the native compiler does not implement. Both choices were made by measurement
-(bench/RESULTS.md).
+Every expression is checked at policy load by the reference CEL library
+(``common-expression-language``, Rust), so errors read as CEL's own, and is
+compiled on first use into a Python function (webhook/celnative.py) that reads
+the admission objects in place; the reference library runs the rare expression
+that uses CEL the native compiler does not implement. Both choices were made by
+measurement (bench/RESULTS.md).
 The functions below are those of Kubernetes' own CEL library that the bundle
 needs, so a rule reads the same here as in a ValidatingAdmissionPolicy:
 ``quantity("1Gi").isGreaterThan(quantity("512Mi"))``, ``compareTo``,

@@ -24,7 +24,7 @@ import math
 from typing import Any, Callable, Mapping
 
 from . import celruntime as rt
-from .celparse import UInt, parse
+from .celparse import parse
 from .celruntime import TYPES, EvalError, Unsupported  # noqa: F401 - the errors callers catch
 
 _MACROS = ("all", "exists", "exists_one", "map", "filter")

@@ -1,8 +1,9 @@
 """The engine: a compiled policy set evaluated against one resource at a time.
 
-Evaluation does no parsing, no I/O and no compilation: policies were compiled
-at load (CEL into Python functions, webhook/celnative.py), and the candidates
-for a (kind, classes) pair are computed once and cached. The variables rules
+Evaluation does no parsing and no I/O: policies were checked at load, each CEL
+program is compiled into a Python function once (webhook/celnative.py; at its
+first run, or all at once by `prepare()` in the webhook), and the candidates for
+a (kind, classes) pair are computed once and cached. The variables rules
 read are the decoded objects themselves, bound by reference in a dict: the
 resource-wide ones (`workload`, `object`, `templates`, `cluster`) once, `pod`
 and `container` as the engine walks the templates. A pod that is not an AI
