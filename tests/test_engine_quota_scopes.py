@@ -79,8 +79,7 @@ def test_malformed_quota_does_not_raise():
 
 def test_registered_as_cel_function():
     context = new_context()
-    context.add_variable("q", quota(expressions=[{"scopeName": "PriorityClass", "operator": "In",
-                                                   "values": ["train"]}]))
-    context.add_variable("pod", pod(priorityClassName="train"))
-    context.add_variable("container", GPU_POD["containers"][0])
+    context["q"] = quota(expressions=[{"scopeName": "PriorityClass", "operator": "In", "values": ["train"]}])
+    context["pod"] = pod(priorityClassName="train")
+    context["container"] = GPU_POD["containers"][0]
     assert Expression("quotaSelects(q, pod, container)")(context) is True

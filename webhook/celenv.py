@@ -110,10 +110,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 
 
 class Activation(dict):
-    """The variables of one evaluation, by name: native programs read it as it is."""
-
-    def add_variable(self, name: str, value: Any) -> None:
-        self[name] = value
+    """The variables of one evaluation, by name: native programs read it as it is (`context["pod"] = spec`)."""
 
 
 def new_context() -> Activation:
@@ -141,9 +138,6 @@ class _Reference:
             if name in activation:
                 context.add_variable(name, activation[name])
         return self.program.execute(context)
-
-    def variables(self) -> list:
-        return list(self.names)
 
 
 def _compile(source: str, checked: Any) -> Any:

@@ -25,42 +25,37 @@ from typing import Any, Callable, Mapping
 
 from . import celruntime as rt
 from .celparse import parse
-from .celruntime import TYPES, EvalError, Unsupported  # noqa: F401 - the errors callers catch
+from .celruntime import TYPES, Unsupported
 
 _MACROS = ("all", "exists", "exists_one", "map", "filter")
 _HELPERS = {
-    "_eq": rt.equals, "_less": rt._less, "_add": rt._add, "_arith": rt._arith, "_in": rt._contains,
-    "_sel": rt._select, "_idx": rt._index, "_fail": rt.fail, "_overload": rt._overload, "_neg": rt.negate,
+    "_eq": rt.equals, "_less": rt.less, "_add": rt.add, "_arith": rt.arith, "_in": rt.contains,
+    "_sel": rt.select, "_idx": rt.index, "_fail": rt.fail, "_overload": rt.overload, "_neg": rt.negate,
     "_has": rt.has_field, "_iter": rt.iterable, "_map": rt.make_map, "_translate": rt.translate,
-    "EvalError": EvalError,
 }
 BUILTINS: dict[str, tuple[int, Callable]] = {
-    "size": (1, rt._size),
-    "int": (1, rt._to_int),
-    "uint": (1, rt._to_uint),
-    "double": (1, rt._to_double),
-    "string": (1, rt._to_string),
+    "size": (1, rt.size),
+    "int": (1, rt.to_int),
+    "uint": (1, rt.to_uint),
+    "double": (1, rt.to_double),
+    "string": (1, rt.to_string),
     "dyn": (1, lambda value: value),
-    "type": (1, rt._type_of),
-    "startsWith": (2, rt._string_method("startsWith")),
-    "endsWith": (2, rt._string_method("endsWith")),
-    "contains": (2, rt._string_method("contains")),
+    "type": (1, rt.type_of),
+    "startsWith": (2, rt.string_method("startsWith")),
+    "endsWith": (2, rt.string_method("endsWith")),
+    "contains": (2, rt.string_method("contains")),
 }
 
 
 class Program:
     """A compiled expression: `execute(activation)` evaluates it over a mapping of variable names to values."""
 
-    __slots__ = ("source", "execute", "python", "_variables")
+    __slots__ = ("source", "execute", "python")
 
-    def __init__(self, source: str, function: Callable[[Mapping], Any], python: str, variables: frozenset):
+    def __init__(self, source: str, function: Callable[[Mapping], Any], python: str):
         self.source = source
         self.execute = function
         self.python = python  # the generated source, for whoever debugs a rule
-        self._variables = variables
-
-    def variables(self) -> list[str]:
-        return sorted(self._variables)
 
 
 def compile_native(source: str, functions: Mapping[str, Callable]) -> Program:
@@ -86,7 +81,7 @@ def compile_native(source: str, functions: Mapping[str, Callable]) -> Program:
     except (SyntaxError, RecursionError) as exc:  # e.g. more nested blocks than Python allows
         raise Unsupported(f"too deeply nested for the native compiler: {exc}") from None
     exec(code, namespace)  # our own generated source, built from a parsed tree: no user text is executed
-    return Program(source, namespace["cel"], python, free)
+    return Program(source, namespace["cel"], python)
 
 
 def fold(node: tuple) -> tuple:
@@ -166,10 +161,16 @@ class _Generator:
     def value(self, node: tuple, out: list, indent: str, scope: dict) -> str:
         return getattr(self, "_" + node[0])(node, out, indent, scope)
 
-    def atom(self, node: tuple, out: list, indent: str, scope: dict) -> str:
-        """The node's value as a name or a literal: safe to mention twice."""
+    def atom(self, node: tuple, out: list, indent: str, scope: dict, literal: bool = True) -> str:
+        """The node's value as a name, or as a literal if `literal`: safe to mention twice.
+
+        Code that tests the value with `is True` asks for a name (`literal=False`):
+        Python warns on `1 is True`.
+        """
         text = self.value(node, out, indent, scope)
-        if text.isidentifier() or node[0] == "lit":
+        if text.isidentifier() and text not in ("True", "False", "None"):
+            return text
+        if literal and node[0] == "lit":
             return text
         temporary = self.name()
         out.append(f"{indent}{temporary} = {text}")
@@ -230,17 +231,8 @@ class _Generator:
         return f"_idx({operand}, {self.atom(node[2], out, indent, scope)})"
 
     # operators
-    def named(self, node: tuple, out: list, indent: str, scope: dict) -> str:
-        """The node's value as a name: what `is True` may test (Python warns on `1 is True`)."""
-        text = self.value(node, out, indent, scope)
-        if text.isidentifier() and text not in ("True", "False", "None"):
-            return text
-        temporary = self.name()
-        out.append(f"{indent}{temporary} = {text}")
-        return temporary
-
     def _not(self, node: tuple, out: list, indent: str, scope: dict) -> str:
-        operand = self.named(node[1], out, indent, scope)
+        operand = self.atom(node[1], out, indent, scope, literal=False)
         return f"(False if {operand} is True else True if {operand} is False else _fail(_overload('!', {operand})))"
 
     def _neg(self, node: tuple, out: list, indent: str, scope: dict) -> str:
@@ -313,7 +305,7 @@ class _Generator:
         return result
 
     def _cond(self, node: tuple, out: list, indent: str, scope: dict) -> str:
-        test = self.named(node[1], out, indent, scope)
+        test = self.atom(node[1], out, indent, scope, literal=False)
         result = self.name("r")
         out.append(f"{indent}if {test} is True:")
         out.append(f"{indent + _IN}{result} = {self.value(node[2], out, indent + _IN, scope)}")
@@ -388,13 +380,13 @@ class _Generator:
         out.append(f"{indent}{result} = {0 if name == 'exists_one' else []}")
         out.append(f"{indent}for {variable} in {items}:")
         if name == "map" and arity == 3:
-            keep = self.atom(args[1], out, body, inner_scope)
+            keep = self.atom(args[1], out, body, inner_scope, literal=False)
             out.append(f"{body}if {keep} is False: continue")
             out.append(f"{body}if {keep} is not True: raise _overload('map', {keep})")
         if name == "map":
             out.append(f"{body}{result}.append({self.value(args[-1], out, body, inner_scope)})")
             return result
-        keep = self.atom(args[1], out, body, inner_scope)
+        keep = self.atom(args[1], out, body, inner_scope, literal=False)
         out.append(f"{body}if {keep} is True: {result} {'+= 1' if name == 'exists_one' else f'.append({variable})'}")
         out.append(f"{body}elif {keep} is not False: raise _overload({name!r}, {keep})")
         return f"({result} == 1)" if name == "exists_one" else result

@@ -45,7 +45,7 @@ _TYPE_OF = {bool: TYPES["bool"], int: TYPES["int"], UInt: TYPES["uint"], float: 
 _SIMPLE = (str, int, float, bool, type(None), bytes, UInt, CelType)
 
 
-def _type_of(value: Any) -> CelType:
+def type_of(value: Any) -> CelType:
     found = _TYPE_OF.get(type(value))
     if found is None:
         raise EvalError(f"a value of Python type {type(value).__name__} has no CEL type")
@@ -60,14 +60,14 @@ class Unsupported(Exception):
     """The expression uses CEL this compiler does not implement; the reference library runs it."""
 
 
-def _overload(name: str, *values: Any) -> EvalError:
+def overload(name: str, *values: Any) -> EvalError:
     kinds = ", ".join(_type_name(v) for v in values)
     return EvalError(f"no such overload: {name}({kinds})")
 
 
 def _type_name(value: Any) -> str:
-    return {bool: "bool", int: "int", UInt: "uint", float: "double", str: "string", bytes: "bytes",
-            type(None): "null_type", list: "list", dict: "map"}.get(type(value), type(value).__name__)
+    found = _TYPE_OF.get(type(value))
+    return found.name if found is not None else type(value).__name__
 
 
 # ---------------------------------------------------------------- value semantics
@@ -105,7 +105,7 @@ def _lookup(mapping: dict, key: Any) -> Any:
     return _MISSING
 
 
-def _less(a: Any, b: Any, op: str) -> bool:
+def less(a: Any, b: Any, op: str) -> bool:
     ta, tb = type(a), type(b)
     if (ta is tb and ta in (str, int, float, bytes, bool, UInt)) or (ta in _NUMBERS and tb in _NUMBERS):
         if op == "<":
@@ -115,7 +115,7 @@ def _less(a: Any, b: Any, op: str) -> bool:
         if op == ">":
             return a > b
         return a >= b
-    raise _overload(op, a, b)
+    raise overload(op, a, b)
 
 
 def _int(value: int) -> int:
@@ -130,7 +130,7 @@ def _uint(value: int) -> UInt:
     raise EvalError("uint overflow")
 
 
-def _add(a: Any, b: Any) -> Any:
+def add(a: Any, b: Any) -> Any:
     ta = type(a)
     if ta is type(b):
         if ta is int:
@@ -139,13 +139,13 @@ def _add(a: Any, b: Any) -> Any:
             return a + b
         if ta is UInt:
             return _uint(a + b)
-    raise _overload("+", a, b)
+    raise overload("+", a, b)
 
 
-def _arith(op: str, a: Any, b: Any) -> Any:
+def arith(op: str, a: Any, b: Any) -> Any:
     ta = type(a)
     if ta is not type(b) or ta not in (int, float, UInt):
-        raise _overload(op, a, b)
+        raise overload(op, a, b)
     wrap = _int if ta is int else (_uint if ta is UInt else float)
     if op == "-":
         return wrap(a - b)
@@ -153,7 +153,7 @@ def _arith(op: str, a: Any, b: Any) -> Any:
         return wrap(a * b)
     if ta is float:
         if op == "%":
-            raise _overload(op, a, b)
+            raise overload(op, a, b)
         if b == 0.0:
             if a != a or a == 0.0:
                 return float("nan")
@@ -170,7 +170,7 @@ def _arith(op: str, a: Any, b: Any) -> Any:
     return wrap(-remainder if a < 0 else remainder)
 
 
-def _contains(container: Any, item: Any) -> bool:
+def contains(container: Any, item: Any) -> bool:
     kind = type(container)
     if kind is list:
         if type(item) is str:
@@ -180,10 +180,10 @@ def _contains(container: Any, item: Any) -> bool:
         if type(item) is str:
             return item in container
         return _lookup(container, item) is not _MISSING
-    raise _overload("in", item, container)
+    raise overload("in", item, container)
 
 
-def _select(value: Any, field: str) -> Any:
+def select(value: Any, field: str) -> Any:
     if type(value) is dict:
         try:
             return value[field]
@@ -192,11 +192,11 @@ def _select(value: Any, field: str) -> Any:
     raise EvalError(f"no such field {field!r} on a {_type_name(value)}")
 
 
-def _index(value: Any, key: Any) -> Any:
+def index(value: Any, key: Any) -> Any:
     kind = type(value)
     if kind is list:
         if type(key) not in (int, UInt):
-            raise _overload("[]", value, key)
+            raise overload("[]", value, key)
         if 0 <= key < len(value):
             return value[key]
         raise EvalError(f"index out of bounds: {key}")
@@ -207,21 +207,21 @@ def _index(value: Any, key: Any) -> Any:
             except KeyError:
                 raise EvalError(f"no such key: {key}") from None
         if type(key) not in _KEYS:
-            raise _overload("[]", value, key)
+            raise overload("[]", value, key)
         found = _lookup(value, key)
         if found is _MISSING:
             raise EvalError(f"no such key: {key}")
         return found
-    raise _overload("[]", value, key)
+    raise overload("[]", value, key)
 
 
-def _size(value: Any) -> int:
+def size(value: Any) -> int:
     if type(value) in (str, bytes, list, dict):
         return len(value)
-    raise _overload("size", value)
+    raise overload("size", value)
 
 
-def _to_int(value: Any) -> int:
+def to_int(value: Any) -> int:
     kind = type(value)
     if kind is int:
         return value
@@ -235,10 +235,10 @@ def _to_int(value: Any) -> int:
         if not _INTEGER.fullmatch(value):
             raise EvalError(f"int() cannot parse {value!r}")
         return _int(int(value, 10))
-    raise _overload("int", value)
+    raise overload("int", value)
 
 
-def _to_uint(value: Any) -> UInt:
+def to_uint(value: Any) -> UInt:
     kind = type(value)
     if kind in (int, UInt):
         return _uint(int(value))
@@ -250,10 +250,10 @@ def _to_uint(value: Any) -> UInt:
         if not _INTEGER.fullmatch(value) or value.startswith("-"):
             raise EvalError(f"uint() cannot parse {value!r}")
         return _uint(int(value, 10))
-    raise _overload("uint", value)
+    raise overload("uint", value)
 
 
-def _to_double(value: Any) -> float:
+def to_double(value: Any) -> float:
     kind = type(value)
     if kind in (int, UInt, float):
         return float(value)
@@ -261,10 +261,10 @@ def _to_double(value: Any) -> float:
         if not _DOUBLE.fullmatch(value):
             raise EvalError(f"double() cannot parse {value!r}")
         return float(value)
-    raise _overload("double", value)
+    raise overload("double", value)
 
 
-def _to_string(value: Any) -> str:
+def to_string(value: Any) -> str:
     kind = type(value)
     if kind is str:
         return value
@@ -279,30 +279,30 @@ def _to_string(value: Any) -> str:
             return value.decode("utf-8")
         except UnicodeDecodeError:
             raise EvalError("string() of bytes that are not UTF-8") from None
-    raise _overload("string", value)
+    raise overload("string", value)
 
 
-def _string_method(name: str) -> Callable[[Any, Any], bool]:
+def string_method(name: str) -> Callable[[Any, Any], bool]:
     method = {"startsWith": str.startswith, "endsWith": str.endswith, "contains": str.__contains__}[name]
 
     def call(text: Any, part: Any) -> bool:
         if type(text) is str and type(part) is str:
             return method(text, part)
-        raise _overload(name, text, part)
+        raise overload(name, text, part)
     return call
 
 
 BUILTINS: dict[str, tuple[int, Callable]] = {
-    "size": (1, _size),
-    "int": (1, _to_int),
-    "uint": (1, _to_uint),
-    "double": (1, _to_double),
-    "string": (1, _to_string),
+    "size": (1, size),
+    "int": (1, to_int),
+    "uint": (1, to_uint),
+    "double": (1, to_double),
+    "string": (1, to_string),
     "dyn": (1, lambda value: value),
-    "type": (1, _type_of),
-    "startsWith": (2, _string_method("startsWith")),
-    "endsWith": (2, _string_method("endsWith")),
-    "contains": (2, _string_method("contains")),
+    "type": (1, type_of),
+    "startsWith": (2, string_method("startsWith")),
+    "endsWith": (2, string_method("endsWith")),
+    "contains": (2, string_method("contains")),
 }
 
 
@@ -317,20 +317,20 @@ def negate(value: Any) -> Any:
         return _int(-value)
     if kind is float:
         return -value
-    raise _overload("-", value)
+    raise overload("-", value)
 
 
 def has_field(value: Any, field: str) -> bool:
     if type(value) is dict:
         return field in value
-    raise _overload("has", value)
+    raise overload("has", value)
 
 
 def iterable(value: Any, macro: str) -> Any:
     """What a comprehension walks: a list's items or a map's keys."""
     if type(value) in (list, dict):
         return value
-    raise _overload(macro, value)
+    raise overload(macro, value)
 
 
 def make_map(entries: list) -> dict:

@@ -205,10 +205,7 @@ class Engine:
         needed = frozenset(f for p in chosen for f in p.requires)
         if needed or "cluster" in scope.variables:
             scope.cluster = self._cluster(scope, needed)
-        self._bind(context, scope)
-
-    def _bind(self, context: Activation, scope: _Scope) -> None:
-        """The resource-wide variables, by reference to the resource as it is now (mutation rebinds after a change)."""
+        # By reference: a mutation applied to the resource is seen by every later rule without binding again.
         variables = scope.variables
         resource, workload = scope.resource, scope.workload
         templates = workload.templates if workload else []
@@ -398,32 +395,31 @@ class Engine:
             for position, template in enumerate(scope.workload.templates):
                 if template.spec is None:
                     continue
+                # The variables are the working copy's own dicts, so a later `when` sees every change made before it.
                 for mutation in policy.mutations:
                     if mutation.target == "pod":
                         self._enter(context, scope, template, position, None)
-                        if self._mutate_at(context, working, template.spec_pointer, mutation, out, policy.id):
-                            self._bind(context, scope)  # later `when`s must see the change
+                        self._mutate_at(context, working, template.spec_pointer, mutation, out, policy.id)
                         continue
                     for container in template.containers:
                         if container.rename or not policy.takes(container):
                             continue
                         self._enter(context, scope, template, position, container)
-                        if self._mutate_at(context, working, container.pointer, mutation, out, policy.id):
-                            self._bind(context, scope)
+                        self._mutate_at(context, working, container.pointer, mutation, out, policy.id)
         out.patched = working
         return out
 
     def _mutate_at(self, context: Activation, working: dict, base: str, mutation, out: Mutation,
-                   policy_id: str) -> bool:
-        """Add one operation where `mutation` applies at `base`; True when something changed."""
+                   policy_id: str) -> None:
+        """Add one operation where `mutation` applies at `base`, applied to `working` at once."""
         try:
             if mutation.when is not None and mutation.when.run(context) is not True:
-                return False
+                return
             # a native program may answer with a part of the document itself: the patch must own its value
             value = copy.deepcopy(mutation.value.run(context))
         except Exception as exc:
             out.errors.append(f"{policy_id}/{mutation.name} at {base or '/'}: {exc}")
-            return False
+            return
         path = base + mutation.path
         if mutation.op == "default":
             operation = _default_op(working, path, value)
@@ -433,8 +429,6 @@ class Engine:
             _apply(working, operation)
             out.operations.append(operation)
             out.by_policy.setdefault(policy_id, []).append(operation)
-            return True
-        return False
 
 
 def _missing_facts(rule: Rule, scope: _Scope) -> list[str]:
