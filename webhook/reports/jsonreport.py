@@ -31,17 +31,24 @@ def render(result, engine, **options) -> str:
         document["skippedFiles"] = [{"file": s.file, "line": s.line, "message": s.message} for s in result.skipped]
     if result.notes:
         document["notes"] = list(result.notes)
-    return _dump(document)
+    return dump(document)
 
 
-def _dump(document: dict) -> str:
+class Encoded(list):
+    """Items already encoded as JSON text (by a caller that had to measure them): written as they are."""
+
+
+def dump(document: dict) -> str:
     """Pretty enough to read and diff (one finding per line), fast enough for 20,000 findings.
 
     json.dumps(indent=...) runs the pure-Python encoder; each item dumped compactly uses the C one.
     """
     parts = []
     for key, value in document.items():
-        if isinstance(value, list) and value and isinstance(value[0], dict):
+        if isinstance(value, Encoded):
+            items = ",\n    ".join(value)
+            parts.append(f"  {json.dumps(key)}: [\n    {items}\n  ]" if value else f"  {json.dumps(key)}: []")
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
             items = ",\n    ".join(json.dumps(item, ensure_ascii=False) for item in value)
             parts.append(f"  {json.dumps(key)}: [\n    {items}\n  ]")
         else:
