@@ -61,7 +61,8 @@ def _dev_certs() -> tuple[str, str] | None:
 
     problem = certs.usable(DEV_DIR, DEV_HOSTS)
     if problem:
-        print(f"aiadmit: generating dev certificates in {DEV_DIR}/ ({problem})", file=sys.stderr)
+        reason = problem if os.path.exists(os.path.join(DEV_DIR, "ca.crt")) else "none yet"
+        print(f"aiadmit: generating dev certificates in {DEV_DIR}/ ({reason})", file=sys.stderr)
         certs.generate(DEV_DIR, DEV_HOSTS)
     else:
         print(f"aiadmit: reusing dev certificates in {DEV_DIR}/", file=sys.stderr)
