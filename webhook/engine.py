@@ -25,7 +25,8 @@ from .facts import ClusterFacts, NoFacts
 from .findings import Evaluation, Finding, Mutation
 from .policy import ACTION_RANK, BUILTIN_POLICY_DIR, Policy, Rule, load_policies
 from .resource import Resource
-from .workload import Container, PodTemplate, ShapeError, Workload, build_workload, template_devices
+from .workload import (Container, PodTemplate, ShapeError, Workload, build_workload, kind_table,
+                       template_devices)
 
 
 class BudgetExceeded(Exception):
@@ -76,6 +77,7 @@ class Engine:
         self._exception_index: dict[tuple, tuple] = {}
         self._level_rules: dict[tuple, tuple] = {}  # (policy, level, classes, has pod spec) -> rules that may apply
         self.generation = 0
+        kind_table()  # read now, so that forked workers and every review share the one table
 
     @classmethod
     def load(cls, policy_paths: Optional[Iterable[str]] = None, config_path: Optional[str] = None,
