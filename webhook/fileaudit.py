@@ -65,7 +65,7 @@ def _summary(resource: Resource) -> dict:
 
 
 def _work(bounds: tuple[int, int]) -> list[tuple]:
-    gc.disable()  # what a file allocates dies with it, by reference counting; see sources._collector_paused
+    gc.disable()  # what a file allocates dies with it, by reference counting; see sources.collector_paused
     engine, facts, files = shared()
     out = []
     for path, text in files[bounds[0]:bounds[1]]:

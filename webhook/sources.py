@@ -12,6 +12,7 @@ import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache, partial
 from typing import Iterable, Iterator
 
 import yaml
@@ -26,27 +27,23 @@ except AttributeError:  # pragma: no cover - libyaml is part of PyYAML's wheels
 
 
 class _Loader(_Base):
-    """libyaml's safe loader, with the implicit tag of short scalars memoised.
+    """libyaml's safe loader, with the implicit tag of every scalar memoised in C.
 
-    libyaml calls back into PyYAML's Python resolver for every scalar, which
-    tries a list of regular expressions each time; manifests repeat the same
-    keys and values ("name", "image", "Always", "1") endlessly. The memo is
-    keyed on the scalar's text and its implicit flags, exactly what the
-    resolution depends on (no path resolvers are registered on safe loaders).
+    libyaml calls back into PyYAML's Python resolver for every node, which
+    tries a list of regular expressions for each scalar; manifests repeat the
+    same keys and values ("name", "image", "Always", "1") endlessly. The memo
+    is keyed on all the resolution depends on (kind, text, implicit flags: no
+    path resolvers are registered on safe loaders), and is an `lru_cache`, so a
+    hit costs no Python frame at all: 15 % of composing (bench/RESULTS.md). Bounded, so a repository of
+    long unique scripts cannot make it grow without end.
     """
 
-    _memo: dict = {}
+    def __init__(self, stream):
+        super().__init__(stream)
+        self.resolve = _RESOLVE  # an instance attribute: libyaml's composer looks it up on every node
 
-    def resolve(self, kind, value, implicit):
-        if kind is yaml.ScalarNode and len(value) <= 64:
-            key = (value, implicit)
-            tag = _Loader._memo.get(key)
-            if tag is None:
-                tag = _Base.resolve(self, kind, value, implicit)
-                if len(_Loader._memo) < 100_000:
-                    _Loader._memo[key] = tag
-            return tag
-        return _Base.resolve(self, kind, value, implicit)
+
+_RESOLVE = lru_cache(maxsize=4096)(partial(_Base.resolve, _Base("")))
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 _SKIPPED_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", ".tox"}
@@ -78,7 +75,7 @@ def iter_manifest_files(paths: Iterable[str]) -> Iterator[str]:
 
 
 @contextmanager
-def _collector_paused(freeze: bool):
+def collector_paused(freeze: bool = False):
     """Pause Python's cyclic garbage collector while loading; with `freeze`, move everything out of its reach.
 
     Loading allocates millions of small acyclic objects (nodes, maps, strings) that
@@ -100,7 +97,7 @@ def _collector_paused(freeze: bool):
 
 
 def load_paths(paths: Iterable[str], stdin_name: str = "<stdin>", freeze: bool = False) -> Loaded:
-    with _collector_paused(freeze):
+    with collector_paused(freeze):
         return _load_paths(paths, stdin_name)
 
 
