@@ -140,10 +140,19 @@ class _Reference:
         return self.program.execute(context)
 
 
+_CODE_CACHE: Any = None  # a celcache.CodeCache when the command line turned it on
+
+
+def use_code_cache(cache: Any) -> None:
+    """Compile programs through `cache` (webhook/celcache.py) from now on in this process; None: without one."""
+    global _CODE_CACHE
+    _CODE_CACHE = cache
+
+
 def _compile(source: str, checked: Any) -> Any:
     """The native program for `source`, or the reference library's when the native compiler lacks a feature."""
     try:
-        return compile_native(source, FUNCTIONS)
+        return compile_native(source, FUNCTIONS, _CODE_CACHE)
     except (Unsupported, ParseError):
         return _Reference(checked if checked is not None else cel.compile(source))
 

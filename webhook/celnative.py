@@ -58,8 +58,11 @@ class Program:
         self.python = python  # the generated source, for whoever debugs a rule
 
 
-def compile_native(source: str, functions: Mapping[str, Callable]) -> Program:
-    """Compile `source`; ParseError if it is not CEL, Unsupported if it needs the reference library."""
+def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = None) -> Program:
+    """Compile `source`; ParseError if it is not CEL, Unsupported if it needs the reference library.
+
+    `cache` (webhook/celcache.py) may answer Python's compile of the generated source from disk.
+    """
     generator = _Generator(functions)
     body: list[str] = []
     try:
@@ -77,7 +80,8 @@ def compile_native(source: str, functions: Mapping[str, Callable]) -> Program:
     ])
     namespace = dict(_HELPERS, **generator.constants, _FREE=free)
     try:
-        code = compile(python, f"<cel {source[:60]!r}>", "exec")
+        filename = f"<cel {source[:60]!r}>"
+        code = cache.compile(python, filename) if cache is not None else compile(python, filename, "exec")
     except (SyntaxError, RecursionError) as exc:  # e.g. more nested blocks than Python allows
         raise Unsupported(f"too deeply nested for the native compiler: {exc}") from None
     exec(code, namespace)  # our own generated source, built from a parsed tree: no user text is executed
