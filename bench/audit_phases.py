@@ -15,13 +15,16 @@ import gc
 import os
 import sys
 import time
+from functools import partial
 
 START = time.perf_counter()
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from webhook import audit, fileaudit  # noqa: E402
+from webhook.celcache import CodeCache, default_directory  # noqa: E402
+from webhook.celenv import use_code_cache  # noqa: E402
 from webhook.engine import Engine  # noqa: E402
-from webhook.reports import render  # noqa: E402
+from webhook.reports import fragment, render  # noqa: E402
 
 
 _WORK = fileaudit._work
@@ -43,6 +46,8 @@ def main() -> None:
     args = parser.parse_args()
     print(f"imports {time.perf_counter() - START:.3f} s")
     started = time.perf_counter()
+    directory = default_directory()  # as the command line does (AIADMIT_NO_CACHE=1: without)
+    use_code_cache(CodeCache(directory) if directory else None)
     engine = Engine.load()
     print(f"bundle loaded {time.perf_counter() - started:.3f} s")
 
@@ -56,15 +61,18 @@ def main() -> None:
         return out
 
     fileaudit._work, fileaudit.fork_map = timed_work, timed_fork_map
-    gc.freeze()
+    gc.disable()  # as the command does for a file audit
     started = time.perf_counter()
-    result = audit.audit_paths(engine, args.paths, jobs=args.jobs, one_shot=True)
-    print(f"audit_paths {time.perf_counter() - started:.3f} s: {len(result.evaluations)} objects, "
-          f"{len(result.findings)} findings")
     for name in args.formats.split(","):
+        started = time.perf_counter()
+        # as the command runs it: each object's part of the report rendered by the worker that evaluated it
+        prepare = partial(fragment, name, engine=engine, now=0.0)
+        result = audit.audit_paths(engine, args.paths, jobs=args.jobs, one_shot=True, prepare=prepare)
+        print(f"{name}: audit_paths {time.perf_counter() - started:.3f} s: {len(result.evaluations)} objects, "
+              f"{len(result.findings)} findings")
         began = time.perf_counter()
-        render(name, result, engine)
-        print(f"render {name} {time.perf_counter() - began:.3f} s")
+        render(name, result, engine, fragments=result.prepared, now=0.0)
+        print(f"{name}: render {time.perf_counter() - began:.3f} s")
 
 
 if __name__ == "__main__":

@@ -2,12 +2,14 @@
 
 import os
 import shutil
+from functools import partial
 
 import pytest
 
 from webhook.audit import audit_paths
 from webhook.engine import Engine
 from webhook.fileaudit import MIN_BYTES_PER_JOB, audit_files
+from webhook.reports import FORMATS, fragment, render
 from webhook.sources import iter_manifest_files
 
 CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
@@ -50,3 +52,22 @@ def test_an_hpa_keeps_the_audit_in_one_process(tree, tmp_path):
         "spec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: d}, maxReplicas: 3}\n")
     files = list(iter_manifest_files([str(tmp_path / "tree")]))
     assert audit_files(Engine.load(), files, 2) is None
+
+
+@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="needs ../shared/corpus")
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_reports_rendered_by_the_workers_equal_one_process(tree, name):
+    # The command lets each worker render its objects' part of the report (webhook.reports.fragment); the report
+    # must be the very one a single process writes, byte for byte, narrowed by --policy/--skip the same way.
+    engine = Engine.load()
+    options = {"now": 1_700_000_000.0, "fail_on": "deny", "color": name == "text"}
+    for narrow in ({}, {"skip": {"image-digest"}}, {"policies": {"shm-sized", "gpu-quota"}}):
+        prepare = partial(fragment, name, engine=engine, **options)
+        parallel = audit_paths(engine, [str(tree)], jobs=2, prepare=prepare, **narrow)
+        assert parallel.prepared is not None and len(parallel.prepared) == len(parallel.evaluations)
+        sequential = audit_paths(engine, [str(tree)], jobs=1, **narrow)
+        assert sequential.prepared is None
+        made_by_workers = render(name, parallel, engine, fragments=parallel.prepared, **options)
+        assert made_by_workers == render(name, sequential, engine, **options), narrow
+        if narrow.get("skip"):  # SARIF still lists every policy of the bundle as a rule, but no result of it
+            assert ('"ruleId":"image-digest"' if name == "sarif" else "image-digest") not in made_by_workers

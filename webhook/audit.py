@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from .engine import Engine
 from .facts import ClusterFacts, OfflineFacts
@@ -20,6 +20,9 @@ class AuditResult:
     errors: list[InputError] = field(default_factory=list)
     skipped: list[InputError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # What `prepare` (audit_paths) made of each evaluation, in the same order, where it was evaluated: a report's
+    # per-object part, rendered by the worker process that held the object (webhook.reports.fragment).
+    prepared: Optional[list] = None
 
     @property
     def findings(self) -> list[Finding]:
@@ -67,13 +70,7 @@ def audit_resources(engine: Engine, resources: Iterable[Resource], facts: Option
 def _assemble(evaluations: list[Evaluation], policies: Optional[set], skip: Optional[set]) -> AuditResult:
     result = AuditResult()
     for evaluation in evaluations:
-        if policies:
-            evaluation.findings = [f for f in evaluation.findings if f.policy in policies]
-            evaluation.policies = tuple(p for p in evaluation.policies if p in policies)
-        if skip:
-            evaluation.findings = [f for f in evaluation.findings if f.policy not in skip]
-            evaluation.policies = tuple(p for p in evaluation.policies if p not in skip)
-        result.evaluations.append(evaluation)
+        result.evaluations.append(evaluation.narrow(policies, skip))
         result.errors += evaluation.errors
         for note in evaluation.notes:
             if note not in result.notes:
@@ -82,14 +79,17 @@ def _assemble(evaluations: list[Evaluation], policies: Optional[set], skip: Opti
 
 
 def audit_paths(engine: Engine, paths: list[str], policies: Optional[set] = None, skip: Optional[set] = None,
-                jobs: int = 1, one_shot: bool = False) -> AuditResult:
+                jobs: int = 1, one_shot: bool = False,
+                prepare: Optional[Callable[[Evaluation], Any]] = None) -> AuditResult:
     """Audit files. `one_shot`: this process ends after the audit, so loaded objects may be frozen out of the
-    garbage collector's reach (sources.load_paths)."""
+    garbage collector's reach (sources.load_paths). `prepare`: called on each (narrowed) evaluation by the
+    process that evaluated it, when files are shared out; its results are `result.prepared`."""
     files = list(iter_manifest_files(paths))
-    parallel = audit_files(engine, files, jobs)
+    parallel = audit_files(engine, files, jobs, prepare=prepare, narrow=(policies, skip))
     if parallel is not None:
-        loaded, evaluations = parallel
+        loaded, evaluations, prepared = parallel
         result = _assemble(evaluations, policies, skip)
+        result.prepared = prepared
     else:
         loaded = load_paths(files, freeze=one_shot)
         result = audit_resources(engine, loaded.resources, policies=policies, skip=skip, jobs=jobs)

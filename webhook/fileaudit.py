@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import gc
 import re
-from typing import Optional
+from typing import Any, Callable, Optional
 
 from .engine import Engine
 from .facts import OfflineFacts
@@ -66,21 +66,25 @@ def _summary(resource: Resource) -> dict:
 
 def _work(bounds: tuple[int, int]) -> list[tuple]:
     gc.disable()  # what a file allocates dies with it, by reference counting; see sources.collector_paused
-    engine, facts, files = shared()
+    engine, facts, files, prepare, (policies, skip) = shared()
     out = []
     for path, text in files[bounds[0]:bounds[1]]:
         loaded = load_text(text, path)
         evaluations = []
         for resource in loaded.resources:
-            evaluation = engine.evaluate(resource, facts)
+            evaluation = engine.evaluate(resource, facts).narrow(policies, skip)
             positions = {f.pointer: f.position() for f in evaluation.findings}
-            evaluations.append((_summary(resource), resource.origin.document, positions, payload(evaluation)))
+            resource.origin.positions, resource.origin.node = positions, None  # `prepare` looks them up too
+            evaluations.append((_summary(resource), resource.origin.document, positions, payload(evaluation),
+                                prepare(evaluation) if prepare is not None else None))
         out.append((loaded.errors, loaded.skipped, evaluations))
     return out
 
 
-def audit_files(engine: Engine, files: list[str], jobs: int) -> Optional[tuple[Loaded, list[Evaluation]]]:
-    """(load errors and skips, evaluations) in the order one process would give; None when not worth forking."""
+def audit_files(engine: Engine, files: list[str], jobs: int, prepare: Optional[Callable[[Evaluation], Any]] = None,
+                narrow: tuple = (None, None)) -> Optional[tuple[Loaded, list[Evaluation], Optional[list]]]:
+    """(load errors and skips, evaluations, what `prepare` made of each) in the order one process would give;
+    None when not worth forking. Evaluations are narrowed to `narrow` (--policy, --skip) before `prepare`."""
     if jobs <= 1 or "-" in files or not can_fork():
         return None
     read_errors, texts = [], []
@@ -100,9 +104,9 @@ def audit_files(engine: Engine, files: list[str], jobs: int) -> Optional[tuple[L
         return None  # its target may be in any file: only one process sees them all
     facts = OfflineFacts(fact_resources)
 
-    results = iter(fork_map((engine, facts, texts), _work, len(texts), jobs))
+    results = iter(fork_map((engine, facts, texts, prepare, narrow), _work, len(texts), jobs))
 
-    loaded, evaluations = Loaded(), []
+    loaded, evaluations, prepared = Loaded(), [], []
     errors_by_path = dict(read_errors)
     for path in files:  # the order of a sequential run: file by file
         if path in errors_by_path:
@@ -111,7 +115,8 @@ def audit_files(engine: Engine, files: list[str], jobs: int) -> Optional[tuple[L
         load_errors, skipped, evaluated = next(results)
         loaded.errors += load_errors
         loaded.skipped += skipped
-        for summary, document, positions, data in evaluated:
+        for summary, document, positions, data, made in evaluated:
             evaluations.append(rebuild(Resource(summary, Origin(file=path, document=document, positions=positions)),
                                        data))
-    return loaded, evaluations
+            prepared.append(made)
+    return loaded, evaluations, prepared if prepare is not None else None

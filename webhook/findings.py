@@ -67,6 +67,16 @@ class Evaluation:
     def blocking(self) -> list["Finding"]:
         return [f for f in self.findings if f.blocking]
 
+    def narrow(self, policies: Optional[set], skip: Optional[set]) -> "Evaluation":
+        """Keep only what `--policy` (when given) selects and `--skip` does not; in place, returned for chaining."""
+        if policies:
+            self.findings = [f for f in self.findings if f.policy in policies]
+            self.policies = tuple(p for p in self.policies if p in policies)
+        if skip:
+            self.findings = [f for f in self.findings if f.policy not in skip]
+            self.policies = tuple(p for p in self.policies if p not in skip)
+        return self
+
     def error_at(self, pointer: str, message: str) -> None:
         line, column = self.resource.origin.position(pointer)
         where = jp.to_dotted(pointer)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 import sys
 import time
+from functools import partial
 
 from ..audit import audit_paths
 from ..forked import default_jobs
-from ..reports import FORMATS, render
+from ..reports import FORMATS, fragment, render
 from ..sources import collector_paused
 from ..reports.policyreport import DEFAULT_MAX_BYTES, DEFAULT_MAX_REPORTS, ETCD_LIMIT
 from . import add_engine_options, load_engine
@@ -97,6 +98,8 @@ def _run(args) -> int:
         return _usage(f"unknown policy id(s): {', '.join(unknown)} (see `aiadmit policies`)")
     selection = {"policies": set(args.policy or []) or None, "skip": set(args.skip or []) or None,
                  "jobs": args.jobs if args.jobs > 0 else default_jobs()}
+    options = {"color": _color(args.color), "fail_on": args.fail_on, "now": time.time(),
+               "max_bytes": args.max_report_bytes, "max_reports": args.max_reports}
     api = None
     if args.cluster:
         from ..clusteraudit import ClusterError, Progress, audit_cluster, connect
@@ -108,10 +111,10 @@ def _run(args) -> int:
         except ClusterError as exc:
             return _usage(f"cluster: {exc}")
     else:
-        result = audit_paths(engine, args.paths, one_shot=True, **selection)
-    options = {"color": _color(args.color), "fail_on": args.fail_on, "now": time.time(),
-               "max_bytes": args.max_report_bytes, "max_reports": args.max_reports}
-    sys.stdout.write(render(args.format, result, engine, **options))
+        # Each object's part of the report is rendered by the worker that evaluated it, in parallel.
+        prepare = partial(fragment, args.format, engine=engine, **options)
+        result = audit_paths(engine, args.paths, one_shot=True, prepare=prepare, **selection)
+    sys.stdout.write(render(args.format, result, engine, fragments=result.prepared, **options))
     if args.apply_reports:
         from ..clusteraudit import apply_reports
         from ..reports.policyreport import build_reports

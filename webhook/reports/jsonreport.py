@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+from . import fragments_of
+
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(item, ensure_ascii=False) gives
+
 
 def summary(result) -> dict:
     findings = result.findings
@@ -21,9 +25,15 @@ def summary(result) -> dict:
     }
 
 
-def render(result, engine, **options) -> str:
+def fragment(evaluation, engine, **options) -> list[str]:
+    """Each finding of the evaluation, encoded."""
+    return [_ENCODE(finding.as_dict()) for finding in evaluation.findings]
+
+
+def render(result, engine, fragments=None, **options) -> str:
+    parts = fragments_of(fragment, result, engine, fragments, options)
     document = {
-        "findings": [f.as_dict() for f in result.findings],
+        "findings": Encoded(text for part in parts for text in part),
         "errors": [{"file": e.file, "line": e.line, "message": e.message} for e in result.errors],
         "summary": summary(result),
     }
@@ -49,7 +59,7 @@ def dump(document: dict) -> str:
             items = ",\n    ".join(value)
             parts.append(f"  {json.dumps(key)}: [\n    {items}\n  ]" if value else f"  {json.dumps(key)}: []")
         elif isinstance(value, list) and value and isinstance(value[0], dict):
-            items = ",\n    ".join(json.dumps(item, ensure_ascii=False) for item in value)
+            items = ",\n    ".join(_ENCODE(item) for item in value)
             parts.append(f"  {json.dumps(key)}: [\n    {items}\n  ]")
         else:
             parts.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}")

@@ -47,9 +47,9 @@ def locate(finding) -> Location:
                     field=jp.to_dotted(finding.pointer), cluster=origin.cluster)
 
 
-def group_key(finding) -> str:
-    """The heading a finding is grouped under in the text report: its file, or its cluster context."""
-    origin = finding.resource.origin
+def group_key_of(resource) -> str:
+    """The heading a resource's findings are grouped under in the text report: its file, or its cluster context."""
+    origin = resource.origin
     if origin.cluster is not None:
         return f"cluster {origin.cluster}"
     return origin.file or "<input>"

@@ -21,6 +21,7 @@ from collections import defaultdict
 from typing import Optional
 
 
+from . import fragments_of
 from .jsonreport import Encoded, dump
 
 API_VERSION = "wgpolicyk8s.io/v1alpha2"
@@ -97,18 +98,26 @@ def results_for(evaluation, stamp: dict) -> list[dict]:
     return out
 
 
-def _summary(results: list[dict]) -> dict:
-    counts = {"pass": 0, "fail": 0, "warn": 0, "error": 0, "skip": 0}
-    for entry in results:
-        counts[entry["result"]] += 1
-    return counts
-
-
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-def _encode(results: list[dict]) -> list[str]:
-    return [_COMPACT(entry) for entry in results]
+def _stamp(now: Optional[float]) -> dict:
+    return {"seconds": int(time.time() if now is None else now), "nanos": 0}
+
+
+def fragment(evaluation, engine, now: Optional[float] = None, **options) -> tuple:
+    """(the namespace whose report holds the evaluation's results, [(result status, the result as compact JSON)])."""
+    if not (evaluation.policies or evaluation.findings):
+        return None, []
+    results = results_for(evaluation, _stamp(now))
+    return report_namespace(evaluation.resource), [(entry["result"], _COMPACT(entry)) for entry in results]
+
+
+def _summary(statuses: list[str]) -> dict:
+    counts = {"pass": 0, "fail": 0, "warn": 0, "error": 0, "skip": 0}
+    for status in statuses:
+        counts[status] += 1
+    return counts
 
 
 def _pack(texts: list[str], max_bytes: int) -> list[range]:
@@ -128,29 +137,28 @@ def _pack(texts: list[str], max_bytes: int) -> list[range]:
 def build_reports(result, engine=None, max_bytes: int = DEFAULT_MAX_BYTES, max_reports: int = DEFAULT_MAX_REPORTS,
                   now: Optional[float] = None) -> list[dict]:
     """PolicyReport and ClusterPolicyReport objects for an audit result, each within `max_bytes` of results."""
-    return [report for report, _ in _build(result, max_bytes, max_reports, now)]
+    return [dict(report, results=[json.loads(text) for text in texts])
+            for report, texts in _build(result, engine, None, max_bytes, max_reports, now)]
 
 
-def _build(result, max_bytes: int, max_reports: int, now: Optional[float]) -> list[tuple[dict, list[str]]]:
-    """The reports, each with its results already encoded as compact JSON (measured once, written as they are)."""
-    now = time.time() if now is None else now
-    stamp = {"seconds": int(now), "nanos": 0}
-    by_namespace: dict[Optional[str], list[dict]] = defaultdict(list)
-    for evaluation in result.evaluations:
-        if evaluation.policies or evaluation.findings:
-            by_namespace[report_namespace(evaluation.resource)].extend(results_for(evaluation, stamp))
+def _build(result, engine, fragments: Optional[list], max_bytes: int, max_reports: int,
+           now: Optional[float]) -> list[tuple[dict, list[str]]]:
+    """The reports without their results, each with its results as compact JSON (measured once, written as is)."""
+    now = time.time() if now is None else now  # one timestamp for every result
+    by_namespace: dict[Optional[str], list[tuple[str, str]]] = defaultdict(list)
+    for namespace, results in fragments_of(fragment, result, engine, fragments, {"now": now}):
+        if results:
+            by_namespace[namespace] += results
     reports = []
     for namespace in sorted(by_namespace, key=lambda n: (n is not None, n or "")):
         results = by_namespace[namespace]
-        texts = _encode(results)
-        chunks = _pack(texts, max_bytes)
-        omitted: list[dict] = []
+        chunks = _pack([text for _, text in results], max_bytes)
+        omitted: list[tuple[str, str]] = []
         if len(chunks) > max_reports:
-            order = sorted(range(len(results)), key=lambda i: _RANK[results[i]["result"]])
-            ordered, ordered_texts = [results[i] for i in order], [texts[i] for i in order]
-            keep = _pack(ordered_texts, max_bytes)[max_reports - 1].stop
-            results, texts, omitted = ordered[:keep], ordered_texts[:keep], ordered[keep:]
-            chunks = _pack(texts, max_bytes)
+            ordered = sorted(results, key=lambda entry: _RANK[entry[0]])
+            keep = _pack([text for _, text in ordered], max_bytes)[max_reports - 1].stop
+            results, omitted = ordered[:keep], ordered[keep:]
+            chunks = _pack([text for _, text in results], max_bytes)
         base = f"aiadmit-{namespace}" if namespace else "aiadmit-cluster"
         for position, span in enumerate(chunks):
             chunk = results[span.start:span.stop]
@@ -158,25 +166,24 @@ def _build(result, max_bytes: int, max_reports: int, now: Optional[float]) -> li
             if namespace:
                 metadata["namespace"] = namespace
             metadata["labels"] = dict(MANAGED_BY)
-            counts = _summary(chunk)
+            counts = _summary([status for status, _ in chunk])
             if omitted and position == 0:
                 metadata["annotations"] = {OMITTED_ANNOTATION: str(len(omitted))}
-                for key, value in _summary(omitted).items():  # summarised: the counts stay whole
+                for key, value in _summary([status for status, _ in omitted]).items():  # the counts stay whole
                     counts[key] += value
             reports.append(({
                 "apiVersion": API_VERSION,
                 "kind": "PolicyReport" if namespace else "ClusterPolicyReport",
                 "metadata": metadata,
                 "summary": counts,  # summed over a namespace's reports: every result counted once
-                "results": chunk,
-            }, texts[span.start:span.stop]))
+            }, [text for _, text in chunk]))
     return reports
 
 
-def render(result, engine, max_bytes: int = DEFAULT_MAX_BYTES, max_reports: int = DEFAULT_MAX_REPORTS,
-           now: Optional[float] = None, **options) -> str:
+def render(result, engine, fragments=None, max_bytes: int = DEFAULT_MAX_BYTES,
+           max_reports: int = DEFAULT_MAX_REPORTS, now: Optional[float] = None, **options) -> str:
     # A YAML stream of JSON documents (JSON is YAML; `kubectl apply -f` takes it), one result per line, each the
     # compact JSON its size was measured on. PyYAML's block dumper took 18 s (5.6 s with libyaml) for the
     # 5,000-object benchmark; encoding every result once with json's C encoder takes 0.15 s.
     return "".join("---\n" + dump(dict(report, results=Encoded(texts)))
-                   for report, texts in _build(result, max_bytes, max_reports, now))
+                   for report, texts in _build(result, engine, fragments, max_bytes, max_reports, now))

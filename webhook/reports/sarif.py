@@ -16,10 +16,12 @@ from functools import lru_cache
 from urllib.parse import quote
 
 from .. import __version__
+from . import fragments_of
 from .location import locate
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVELS = {"deny": "error", "warn": "warning", "audit": "note"}
+_COMPACT = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps(..., separators=(",", ":"))
 
 
 @lru_cache(maxsize=4096)  # one file holds many findings
@@ -90,28 +92,36 @@ def _notification(error, level: str) -> dict:
     return notification
 
 
-def build(result, engine) -> dict:
-    policies = sorted(engine.by_id.values(), key=lambda p: p.id)
-    index = {p.id: i for i, p in enumerate(policies)}
-    rules = [_rule(p, engine.config.settings(p.id).action or p.action) for p in policies]
+def _policies(engine) -> list:
+    return sorted(engine.by_id.values(), key=lambda p: p.id)
+
+
+@lru_cache(maxsize=8)  # asked for by every evaluation's fragment, of one engine
+def _rule_index(engine) -> dict[str, int]:
+    return {p.id: i for i, p in enumerate(_policies(engine))}
+
+
+def fragment(evaluation, engine, **options) -> list[str]:
+    """Each finding of the evaluation as a SARIF result, encoded compactly."""
+    index = _rule_index(engine)
+    return [_COMPACT(_result(f, index[f.policy])) for f in evaluation.findings]
+
+
+def build(result, engine, fragments=None) -> dict:
+    """The SARIF log as a dict (results decoded from their fragments: for tests and callers that want objects)."""
+    return json.loads(render(result, engine, fragments))
+
+
+def render(result, engine, fragments=None, **options) -> str:
+    """Compact: SARIF is read by tools; each result is encoded by json's C encoder where it was evaluated."""
+    parts = fragments_of(fragment, result, engine, fragments, options)
+    rules = [_rule(p, engine.config.settings(p.id).action or p.action) for p in _policies(engine)]
     notifications = [_notification(e, "error") for e in result.errors]
     notifications += [_notification(s, "note") for s in result.skipped]
     invocation = {"executionSuccessful": not result.errors}
     if notifications:
         invocation["toolExecutionNotifications"] = notifications
-    return {
-        "$schema": SCHEMA_URI,
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "aiadmit", "version": __version__, "semanticVersion": __version__,
-                                "rules": rules}},
-            "invocations": [invocation],
-            "results": [_result(f, index[f.policy]) for f in result.findings],
-            "columnKind": "unicodeCodePoints",
-        }],
-    }
-
-
-def render(result, engine, **options) -> str:
-    # compact: SARIF is read by tools, and json's C encoder only runs without indent (4x faster on the corpus)
-    return json.dumps(build(result, engine), separators=(",", ":")) + "\n"
+    tool = {"driver": {"name": "aiadmit", "version": __version__, "semanticVersion": __version__, "rules": rules}}
+    results = ",".join(text for part in parts for text in part)
+    return (f'{{"$schema":{_COMPACT(SCHEMA_URI)},"version":"2.1.0","runs":[{{"tool":{_COMPACT(tool)},'
+            f'"invocations":[{_COMPACT(invocation)}],"results":[{results}],"columnKind":"unicodeCodePoints"}}]}}\n')

@@ -15,7 +15,8 @@ from collections import defaultdict
 from functools import lru_cache
 
 from .jsonreport import summary
-from .location import group_key, locate
+from . import fragments_of
+from .location import group_key_of, locate
 
 _COLOURS = {"deny": "31", "warn": "33", "audit": "36", "error": "35", "skip": "2", "dim": "2", "bold": "1"}
 _SENTENCE = re.compile(r"(?<=[.!?])\s")
@@ -36,12 +37,26 @@ def first_sentence(text: str, limit: int = 200) -> str:
     return sentence if len(sentence) <= limit else sentence[:limit - 1].rstrip() + "…"
 
 
-def _order(item):
-    location, finding = item
-    return (location.line, location.column, finding.policy, finding.rule)
+def fragment(evaluation, engine, color: bool = False, **options) -> tuple[str, list[tuple[tuple, str]]]:
+    """(the heading the evaluation's findings go under, [(their place in it, their lines)])."""
+    paint = _Paint(color)
+    items = []
+    for finding in evaluation.findings:
+        location = locate(finding)
+        style = finding.action if finding.result == "fail" else finding.result
+        tag = finding.action if finding.result == "fail" else f"{finding.action}, {finding.result}"
+        where = location.short()
+        if location.cluster is not None or location.from_stdin or not location.line:
+            where += f" {location.field}" if location.field else ""
+        text = f"{where}: {finding.policy} [{paint(tag, style)}] {finding.message}"
+        policy = engine.by_id.get(finding.policy)
+        if policy is not None and policy.remediation and finding.result == "fail":
+            text += "\n" + paint(f"    fix: {first_sentence(policy.remediation)}", "dim")
+        items.append(((location.line, location.column, finding.policy, finding.rule), text))
+    return group_key_of(evaluation.resource), items
 
 
-def render(result, engine, color: bool = False, **options) -> str:
+def render(result, engine, fragments=None, color: bool = False, **options) -> str:
     paint = _Paint(color)
     lines: list[str] = []
     for error in result.errors:
@@ -53,20 +68,13 @@ def render(result, engine, color: bool = False, **options) -> str:
         lines.append("")
 
     groups: dict[str, list] = defaultdict(list)
-    for finding in result.findings:
-        groups[group_key(finding)].append(finding)
-    for heading, findings in groups.items():
+    for heading, items in fragments_of(fragment, result, engine, fragments, dict(options, color=color)):
+        if items:
+            groups[heading] += items
+    for heading, items in groups.items():
         lines.append(paint(heading, "bold"))
-        for location, finding in sorted(((locate(f), f) for f in findings), key=_order):
-            style = finding.action if finding.result == "fail" else finding.result
-            tag = finding.action if finding.result == "fail" else f"{finding.action}, {finding.result}"
-            where = location.short()
-            if location.cluster is not None or location.from_stdin or not location.line:
-                where += f" {location.field}" if location.field else ""
-            lines.append(f"{where}: {finding.policy} [{paint(tag, style)}] {finding.message}")
-            policy = engine.by_id.get(finding.policy)
-            if policy is not None and policy.remediation and finding.result == "fail":
-                lines.append(paint(f"    fix: {first_sentence(policy.remediation)}", "dim"))
+        items.sort(key=lambda item: item[0])  # line order within a file; stable for equal places
+        lines += [text for _, text in items]
         lines.append("")
 
     lines += _table(result, paint)
