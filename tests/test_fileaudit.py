@@ -29,6 +29,7 @@ def tree(tmp_path_factory):
         shutil.copytree(CORPUS, root / f"copy{copy}")
     (root / "copy0" / "templated.yaml").write_text(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n{{ include \"labels\" . | indent 2 }}\n")
+    (root / "copy1" / "latin1.yaml").write_bytes(b"apiVersion: v1\nkind: Pod\nmetadata: {name: caf\xe9}\n")
     return root
 
 
@@ -42,6 +43,9 @@ def test_workers_equal_one_process(tree):
     sequential = audit_paths(engine, [str(tree)], jobs=1)
     assert flat(parallel) == flat(sequential)
     assert parallel.errors and parallel.skipped and any(f.position()[0] for f in parallel.findings)
+    assert any(e.file.endswith("latin1.yaml") and "cannot read file" in e.message for e in parallel.errors)
+    # the input's Namespace and ResourceQuota documents reached the workers as facts: quota rules ran, not skipped
+    assert any(f.policy == "gpu-quota" and f.result == "fail" for f in parallel.findings)
 
 
 @pytest.mark.skipif(not os.path.isdir(CORPUS), reason="needs ../shared/corpus")
