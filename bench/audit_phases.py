@@ -21,8 +21,7 @@ START = time.perf_counter()
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from webhook import audit, fileaudit  # noqa: E402
-from webhook.celcache import CodeCache, default_directory  # noqa: E402
-from webhook.celenv import use_code_cache  # noqa: E402
+from webhook import diskcache  # noqa: E402
 from webhook.engine import Engine  # noqa: E402
 from webhook.reports import fragment, render  # noqa: E402
 
@@ -46,8 +45,8 @@ def main() -> None:
     args = parser.parse_args()
     print(f"imports {time.perf_counter() - START:.3f} s")
     started = time.perf_counter()
-    directory = default_directory()  # as the command line does (AIADMIT_NO_CACHE=1: without)
-    use_code_cache(CodeCache(directory) if directory else None)
+    directory = diskcache.default_directory()  # as the command line does (AIADMIT_NO_CACHE=1: without)
+    diskcache.activate(diskcache.DiskCache(directory) if directory else None)
     engine = Engine.load()
     print(f"bundle loaded {time.perf_counter() - started:.3f} s")
 

@@ -22,6 +22,7 @@ import re
 from functools import lru_cache
 from typing import Any, Callable
 
+from . import diskcache
 from ._celext import cel
 from .celnative import Unsupported, compile_native
 from .celparse import ParseError
@@ -140,19 +141,10 @@ class _Reference:
         return self.program.execute(context)
 
 
-_CODE_CACHE: Any = None  # a celcache.CodeCache when the command line turned it on
-
-
-def use_code_cache(cache: Any) -> None:
-    """Compile programs through `cache` (webhook/celcache.py) from now on in this process; None: without one."""
-    global _CODE_CACHE
-    _CODE_CACHE = cache
-
-
 def _compile(source: str, checked: Any) -> Any:
     """The native program for `source`, or the reference library's when the native compiler lacks a feature."""
     try:
-        return compile_native(source, FUNCTIONS, _CODE_CACHE)
+        return compile_native(source, FUNCTIONS, diskcache.active())  # the command line's cache, if any
     except (Unsupported, ParseError):
         return _Reference(checked if checked is not None else cel.compile(source))
 

@@ -61,7 +61,7 @@ class Program:
 def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = None) -> Program:
     """Compile `source`; ParseError if it is not CEL, Unsupported if it needs the reference library.
 
-    `cache` (webhook/celcache.py) may answer Python's compile of the generated source from disk.
+    `cache` (webhook/diskcache.py) may answer Python's compile of the generated source from disk.
     """
     generator = _Generator(functions)
     body: list[str] = []

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
-import json
 import os
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Optional
 
-from jsonschema import Draft202012Validator
-
 from . import pointer as jp
-from .schemarule import locate_error
+from .schemacheck import errors as schema_errors
+from .schemacheck import locate_error
 from .sources import load_text
 from .workload import Classification
 
@@ -98,12 +95,6 @@ class Config:
         return {pid: s.params for pid, s in self.policies.items() if s.params}
 
 
-@lru_cache(maxsize=1)
-def _validator() -> Draft202012Validator:
-    with open(CONFIG_SCHEMA_FILE, encoding="utf-8") as handle:
-        return Draft202012Validator(json.load(handle))
-
-
 def _read(path: str) -> tuple[dict, list[str]]:
     try:
         with open(path, encoding="utf-8") as handle:
@@ -119,7 +110,7 @@ def _read(path: str) -> tuple[dict, list[str]]:
         return {}, [f"{path}:1:1: expected one document of kind Config (apiVersion aiadmit.dev/v1alpha1), "
                     f"found {len(docs)}"]
     resource = docs[0]
-    for error in sorted(_validator().iter_errors(resource.obj), key=lambda e: list(map(str, e.absolute_path))):
+    for error in schema_errors(CONFIG_SCHEMA_FILE, resource.obj, text, str(resource.origin.document)):
         pointer, message = locate_error(error)
         line, column = resource.origin.position(pointer)
         problems.append(f"{path}:{line}:{column}: {jp.to_dotted(pointer) or '(document)'}: {message}")

@@ -8,20 +8,20 @@ from __future__ import annotations
 
 import copy
 import fnmatch
-import json
 import os
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Iterable, Optional
-
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from . import pointer as jp
 from .celenv import CelError, Expression, Template, required_presence
 from .resource import Resource
-from .schemarule import SchemaRule, locate_error
+from .schemacheck import errors as schema_errors
+from .schemacheck import locate_error
 from .sources import load_paths
+
+if TYPE_CHECKING:  # jsonschema is imported only where a schema rule is compiled
+    from .schemarule import SchemaRule
 
 BUILTIN_POLICY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "policies")
 if not os.path.isfile(os.path.join(BUILTIN_POLICY_DIR, "policy.schema.json")):  # installed from a wheel: pyproject ships policies/ as webhook/policies
@@ -37,12 +37,6 @@ class PolicyLoadError(Exception):
     def __init__(self, problems: list[str]):
         super().__init__("\n".join(problems))
         self.problems = problems
-
-
-@lru_cache(maxsize=1)
-def policy_schema_validator() -> Draft202012Validator:
-    with open(POLICY_SCHEMA_FILE, encoding="utf-8") as handle:
-        return Draft202012Validator(json.load(handle))
 
 
 @dataclass
@@ -227,6 +221,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             problems.append((f"{where}/target", "only a rule of a container policy can target the pod"))
         if "schema" in raw:
             try:
+                from .schemarule import SchemaRule
+
                 rule.schema = SchemaRule(_substitute_params(raw["schema"], params, f"{where}/schema"))
             except ValueError as exc:
                 problems.append((f"{where}/schema", str(exc)))
@@ -315,7 +311,7 @@ def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None
     files = policy_files(paths)
     loaded = load_paths(files)
     problems = [f"{e.file}:{e.line}:{e.column}: {e.message}" for e in loaded.errors + loaded.skipped]
-    validator = policy_schema_validator()
+    texts: dict[str, str] = {}
     policies: list[Policy] = []
     seen: dict[str, str] = {}
     for resource in loaded.resources:
@@ -323,7 +319,11 @@ def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None
         if doc.get("kind") != "Policy" and not str(doc.get("apiVersion", "")).startswith("aiadmit.dev/"):
             problems.append(_format(resource, "/kind", f"not a Policy document (kind {doc.get('kind')!r})"))
             continue
-        errors = sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
+        path = resource.origin.file or "?"
+        if path not in texts:
+            with open(path, encoding="utf-8") as handle:
+                texts[path] = handle.read()
+        errors = schema_errors(POLICY_SCHEMA_FILE, doc, texts[path], str(resource.origin.document))
         if errors:
             for error in errors:
                 problems.append(_format(resource, *_schema_problem(error)))

@@ -88,20 +88,3 @@ def _find_keyword(schema: Any, keyword: str) -> Iterator[Any]:
     elif isinstance(schema, list):
         for item in schema:
             yield from _find_keyword(item, keyword)
-
-
-def locate_error(error: ValidationError) -> tuple[str, str]:
-    """(JSON pointer, message) of a validation error of a document a person wrote.
-
-    An unknown field is reported at the field itself, not at the map that holds it,
-    so the line number takes the reader straight to the typo.
-    """
-    from . import pointer as jp
-
-    path = list(error.absolute_path)
-    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        known = set(error.schema.get("properties", {}))
-        extra = [k for k in error.instance if k not in known]
-        if extra:
-            return jp.join("", *path, extra[0]), f"unknown field {extra[0]!r}"
-    return jp.join("", *path), error.message

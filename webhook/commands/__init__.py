@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ..celcache import CodeCache, default_directory
-from ..celenv import use_code_cache
+from .. import diskcache
 from ..config import ConfigError
 from ..engine import Engine
 from ..policy import PolicyLoadError
@@ -20,10 +19,11 @@ def add_engine_options(parser) -> None:
 def load_engine(args) -> Engine | None:
     """The engine for the command's options, or None after printing every load problem (exit 2).
 
-    Command-line runs compile CEL through the on-disk code cache (webhook/celcache.py); the server does not.
+    Command-line runs keep compiled CEL and passed schema checks in a disk cache (webhook/diskcache.py); the
+    server does not.
     """
-    directory = default_directory()
-    use_code_cache(CodeCache(directory) if directory else None)
+    directory = diskcache.default_directory()
+    diskcache.activate(diskcache.DiskCache(directory) if directory else None)
     try:
         return Engine.load(args.policies, args.config)
     except (PolicyLoadError, ConfigError) as exc:

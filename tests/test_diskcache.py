@@ -1,4 +1,5 @@
-"""The on-disk cache of compiled CEL programs: same programs, fewer compiles, never an error of its own."""
+"""The command line's disk cache: the same programs and the same load errors, fewer compiles and checks, never an
+error of its own."""
 
 import json
 import os
@@ -7,7 +8,10 @@ import sys
 
 import pytest
 
-from webhook.celcache import CodeCache, default_directory
+from webhook import diskcache
+from webhook.config import ConfigError, load_config
+from webhook.diskcache import DiskCache, default_directory
+from webhook.policy import PolicyLoadError, load_policies
 from webhook.celenv import FUNCTIONS
 from webhook.celnative import compile_native
 
@@ -28,12 +32,12 @@ def entries(directory) -> list[str]:
 
 
 def test_a_second_compile_is_read_back_and_behaves_the_same(tmp_path):
-    first = CodeCache(str(tmp_path))
+    first = DiskCache(str(tmp_path))
     programs = [compile_native(source, FUNCTIONS, first) for source, _, _ in EXPRESSIONS]
     assert (first.hits, first.misses) == (0, len(EXPRESSIONS))
     assert len(entries(tmp_path)) == len(EXPRESSIONS)
 
-    second = CodeCache(str(tmp_path))
+    second = DiskCache(str(tmp_path))
     again = [compile_native(source, FUNCTIONS, second) for source, _, _ in EXPRESSIONS]
     assert (second.hits, second.misses) == (len(EXPRESSIONS), 0)
     for (source, variables, expected), old, new in zip(EXPRESSIONS, programs, again):
@@ -41,7 +45,7 @@ def test_a_second_compile_is_read_back_and_behaves_the_same(tmp_path):
 
 
 def test_a_changed_expression_misses(tmp_path):
-    cache = CodeCache(str(tmp_path))
+    cache = DiskCache(str(tmp_path))
     compile_native("1 + 1 == 2", FUNCTIONS, cache)
     program = compile_native("1 + 1 == 3", FUNCTIONS, cache)
     assert (cache.hits, cache.misses) == (0, 2)
@@ -51,24 +55,24 @@ def test_a_changed_expression_misses(tmp_path):
 @pytest.mark.parametrize("damage", ["truncate", "flip", "empty"])
 def test_a_damaged_entry_is_compiled_again_and_rewritten(tmp_path, damage):
     source, variables, expected = EXPRESSIONS[1]
-    compile_native(source, FUNCTIONS, CodeCache(str(tmp_path)))
+    compile_native(source, FUNCTIONS, DiskCache(str(tmp_path)))
     [path] = entries(tmp_path)
     data = open(path, "rb").read()
     damaged = {"truncate": data[: len(data) // 2], "flip": data[:-1] + bytes([data[-1] ^ 0xFF]), "empty": b""}[damage]
     open(path, "wb").write(damaged)
 
-    cache = CodeCache(str(tmp_path))
+    cache = DiskCache(str(tmp_path))
     program = compile_native(source, FUNCTIONS, cache)
     assert (cache.hits, cache.misses) == (0, 1)
     assert program.execute(dict(variables)) == expected
     assert open(path, "rb").read() == data  # rewritten whole
-    assert CodeCache(str(tmp_path)).compile(program.python, f"<cel {source[:60]!r}>") is not None
+    assert DiskCache(str(tmp_path)).compile(program.python, f"<cel {source[:60]!r}>") is not None
 
 
 def test_an_unwritable_cache_turns_itself_off_without_an_error(tmp_path):
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the cache directory should be")
-    cache = CodeCache(str(blocker / "cel"))
+    cache = DiskCache(str(blocker / "cel"))
     programs = [compile_native(source, FUNCTIONS, cache) for source, _, _ in EXPRESSIONS]
     assert cache.enabled is False
     for (source, variables, expected), program in zip(EXPRESSIONS, programs):
@@ -80,7 +84,7 @@ def test_where_the_cache_lives(monkeypatch, tmp_path):
     monkeypatch.delenv("AIADMIT_NO_CACHE", raising=False)
     directory = default_directory()
     assert os.path.dirname(directory) == str(tmp_path)
-    assert os.path.basename(directory).startswith("cel-")  # per bytecode version: another Python misses
+    assert os.path.basename(directory).startswith("cpython-")  # per bytecode version: another Python misses
     monkeypatch.delenv("AIADMIT_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert default_directory().startswith(str(tmp_path / "xdg" / "aiadmit"))
@@ -109,3 +113,69 @@ def test_the_command_line_fills_the_cache_and_reports_the_same_with_it(tmp_path)
     uncached = _audit(tmp_path / "unused", AIADMIT_NO_CACHE="1")
     assert uncached.stdout == cold.stdout
     assert not os.path.exists(tmp_path / "unused")
+
+
+@pytest.fixture
+def active_cache(tmp_path):
+    cache = DiskCache(str(tmp_path / "cache"))
+    diskcache.activate(cache)
+    yield cache
+    diskcache.activate(None)
+
+
+GOOD_POLICY = """\
+apiVersion: aiadmit.dev/v1alpha1
+kind: Policy
+metadata:
+  name: cached
+summary: A test policy.
+why: Because.
+remediation: Fix it.
+action: deny
+match:
+  anyClasses: [ai]
+target: container
+rules:
+  - name: has-image
+    expression: has(container.image)
+    message: container needs an image
+"""
+
+
+def test_a_policy_that_passed_its_schema_is_not_checked_again_but_a_changed_one_is(tmp_path, active_cache):
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(GOOD_POLICY)
+    assert [p.id for p in load_policies([str(policy)])] == ["cached"]
+    recorded = entries(tmp_path / "cache" / "passed")
+    assert len(recorded) == 1
+    load_policies([str(policy)])
+    assert entries(tmp_path / "cache" / "passed") == recorded  # answered from the cache: nothing new recorded
+
+    policy.write_text(GOOD_POLICY.replace("action: deny", "action: deny\nseverity: high"))  # an unknown field
+    with pytest.raises(PolicyLoadError) as raised:
+        load_policies([str(policy)])
+    assert raised.value.problems == [f"{policy}:9:1: severity: unknown field 'severity'"]
+    assert entries(tmp_path / "cache" / "passed") == recorded  # a failure is never recorded
+
+
+def test_a_config_error_is_reported_whatever_passed_before(tmp_path, active_cache):
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\ncontextFailure: deny\n")
+    assert load_config(str(config)).context_failure == "deny"
+    assert load_config(str(config)).context_failure == "deny"  # from the cache, same result
+    config.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\ncontextFailure: maybe\n")
+    with pytest.raises(ConfigError) as raised:
+        load_config(str(config))
+    assert any(p.startswith(f"{config}:3:") and "contextFailure" in p for p in raised.value.problems)
+
+
+def test_a_warm_cache_spares_the_command_line_importing_jsonschema(tmp_path):
+    # The check of the bundle and config is what needs jsonschema; once they passed, an audit never imports it.
+    probe = ("import sys; from webhook.cli import main; main(['audit', '-f', 'json', sys.argv[1]]); "
+             "print('jsonschema' in sys.modules)")
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, image: b}]}\n")
+    env = dict(os.environ, AIADMIT_CACHE_DIR=str(tmp_path / "cache"))
+    runs = [subprocess.run([sys.executable, "-c", probe, str(manifest)], capture_output=True, text=True, env=env,
+                           timeout=120) for _ in range(2)]
+    assert [run.stdout.strip().splitlines()[-1] for run in runs] == ["True", "False"], [r.stderr for r in runs]
