@@ -41,6 +41,11 @@ class _Loader(_Base):
     def __init__(self, stream):
         super().__init__(stream)
         self.resolve = _RESOLVE  # an instance attribute: libyaml's composer looks it up on every node
+        # The composer also calls these two around every node, for path resolvers, which safe loaders have none
+        # of: PyYAML's methods return at once, but each is a Python frame (6 % of composing). C callables that
+        # take the same arguments and do nothing of consequence stand in for them.
+        self.descend_resolver = slice  # (parent node, index) -> a throwaway slice object
+        self.ascend_resolver = tuple  # () -> the empty tuple
 
 
 _RESOLVE = lru_cache(maxsize=4096)(partial(_Base.resolve, _Base("")))
