@@ -60,6 +60,32 @@ class _Scope:
     devices: Optional[dict] = None  # template position -> its devices, when some rule reads templateDevices
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What one policy runs at one level (object, pod, container) for resources of given classes, decided once.
+
+    `rules` may apply there; `guarded`: some of them start with a has() test the engine makes in Python first.
+    When all of them are active, `simple` are those one verdict program (`verdicts`) answers and `rest` the ones
+    that run alone (they read cluster facts, or are JSON Schema rules).
+    """
+
+    rules: tuple
+    guarded: bool
+    simple: tuple
+    verdicts: Optional[Any]
+    rest: tuple
+
+    @classmethod
+    def of(cls, policy: Policy, level: str, classes: frozenset, has_spec: bool) -> "_Plan":
+        rules = tuple(rule for rule in policy.rules
+                      if rule.target == level and not (rule.classes and not rule.classes <= classes)
+                      and not (rule.needs_pod and not has_spec))
+        simple = tuple(rule for rule in rules if rule.expression is not None and not rule.requires)
+        return cls(rules=rules, guarded=any(rule.presence for rule in rules), simple=simple,
+                   verdicts=policy.verdicts(simple) if simple else None,
+                   rest=tuple(rule for rule in rules if rule.expression is None or rule.requires))
+
+
 class Engine:
     """A policy set plus its config, ready to evaluate and to mutate."""
 
@@ -75,7 +101,7 @@ class Engine:
                            and any(r.target == "pod" for r in p.rules)}
         self._candidates: dict[tuple, tuple[Policy, ...]] = {}
         self._exception_index: dict[tuple, tuple] = {}
-        self._level_rules: dict[tuple, tuple] = {}  # (policy, level, classes, has pod spec) -> rules that may apply
+        self._plans: dict[tuple, _Plan] = {}  # (policy, level, classes, has pod spec) -> what runs there
         self.generation = 0
         kind_table()  # read now, so that forked workers and every review share the one table
 
@@ -295,31 +321,34 @@ class Engine:
     def _run(self, context: Activation, scope: _Scope, policy: Policy, base: str, template: Optional[PodTemplate],
              container: Optional[Container], position: Optional[int] = None) -> None:
         target = container.obj if container else (template.spec if template else scope.resource.obj)
-        level = "container" if container else ("pod" if template else "object")
-        has_spec = template is not None and template.spec is not None
-        key = (policy.id, level, scope.evaluation.classes, has_spec)
-        rules = self._level_rules.get(key)
-        if rules is None:  # what does not depend on the object's fields: the same for every resource of its classes
-            classes = scope.evaluation.classes
-            rules = self._level_rules[key] = tuple(
-                rule for rule in policy.rules
-                if rule.target == level and not (rule.classes and not rule.classes <= classes)
-                and not (rule.needs_pod and not has_spec))
-        # a `when` that starts with has() of an absent field is false: no CEL at all
-        active = [rule for rule in rules
-                  if not (rule.presence and not _present(rule.presence, scope.resource.obj, template, container))]
+        key = (policy.id, "container" if container else ("pod" if template else "object"), scope.evaluation.classes,
+               template is not None and template.spec is not None)
+        plan = self._plans.get(key)
+        if plan is None:  # what does not depend on the object's fields: the same for every resource of its classes
+            plan = self._plans[key] = _Plan.of(policy, *key[1:])
+        if plan.guarded:  # a `when` that starts with has() of an absent field is false: no CEL at all
+            obj = scope.resource.obj
+            active = [rule for rule in plan.rules
+                      if not (rule.presence and not _present(rule.presence, obj, template, container))]
+            if len(active) == len(plan.rules):
+                active, simple, verdict_program, rest = plan.rules, plan.simple, plan.verdicts, plan.rest
+            else:
+                simple = tuple(rule for rule in active if rule.expression is not None and not rule.requires)
+                verdict_program = policy.verdicts(simple) if simple else None
+                rest = tuple(rule for rule in active if rule.expression is None or rule.requires)
+        else:
+            active, simple, verdict_program, rest = plan.rules, plan.simple, plan.verdicts, plan.rest
         if not active:
             return
         if not scope.bound:
             self._bind_resource(context, scope, list(scope.chosen))
             scope.bound = True
         self._enter(context, scope, template, position, container)
-        simple = tuple(rule for rule in active if rule.expression is not None and not rule.requires)
         if simple:
             # Fast path: every verdict from one program. Only if it cannot give them all (a rule raised, or answered
             # something other than a boolean) do the rules run one by one below, to say which.
             try:
-                verdicts = policy.verdicts(simple).run(context)
+                verdicts = verdict_program.run(context)
             except Exception:
                 verdicts = None
             if isinstance(verdicts, list) and len(verdicts) == len(simple) \
@@ -328,7 +357,7 @@ class Engine:
                     if not verdict:
                         self._add(scope, policy, rule, "fail", rule.message.render(context),
                                   _where(base, container, rule.path))
-                active = [rule for rule in active if rule.expression is None or rule.requires]
+                active = rest
         for rule in active:
             # A `when` that reads no cluster fact decides first whether the rule applies at all, so unknown facts
             # make a rule skip only where it applies (a CPU-only template is not "skipped" by a GPU quota rule).
