@@ -4,6 +4,7 @@ import base64
 import copy
 import http.client
 import json
+import os
 import shutil
 import signal
 import socket
@@ -307,3 +308,32 @@ def test_graceful_shutdown_finishes_in_flight_reviews(tmp_path):
         assert time.monotonic() - started > 0.3
         with pytest.raises(OSError):
             socket.create_connection(("127.0.0.1", server.port), timeout=2).close()
+
+
+def _metrics_dirs(directory) -> list:
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith("aiadmit-metrics-"))
+
+
+def test_the_metrics_directory_outlives_a_worker_and_goes_with_the_server(tmp_path):
+    # The arbiter makes a directory for the workers' shared metrics; a worker that exits (and is replaced) must
+    # not remove it under the others, and the server removes it when it stops.
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    with start_server(tmp_path / "srv", args=["--no-cluster"], workers=2, env={"TMPDIR": str(scratch)}) as server:
+        [made] = _metrics_dirs(scratch)
+        worker = int(subprocess.run(["pgrep", "-P", str(server.proc.pid)], capture_output=True, text=True)
+                     .stdout.split()[0])
+        server.review("validate", make_review(gpu_pod()))
+        os.kill(worker, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the arbiter replaces it
+            children = subprocess.run(["pgrep", "-P", str(server.proc.pid)], capture_output=True, text=True)
+            if len(children.stdout.split()) == 2 and str(worker) not in children.stdout.split():
+                break
+            time.sleep(0.2)
+        assert _metrics_dirs(scratch) == [made]
+        for _ in range(4):
+            assert server.review("validate", make_review(gpu_pod()))[0] == 200
+        assert "aiadmit_admission_requests_total{" in server.metrics()
+    assert server.proc.returncode is not None
+    assert _metrics_dirs(scratch) == []

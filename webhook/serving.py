@@ -273,18 +273,30 @@ class _JsonGunicornLogger:
 
 def run(options: ServeOptions) -> int:
     """Serve until SIGTERM/SIGINT. Validates the TLS pair and the policy set first (exit 2 on failure)."""
+    import shutil
     import tempfile
-
-    from gunicorn.app.base import BaseApplication
 
     # prometheus_client picks its value store when first imported: the directory must be set before that,
     # so that every worker (forked later) writes its metrics where /metrics of any worker reads them.
+    metrics_dir, owner = None, os.getpid()  # ours to remove when the server stops
     if options.workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="aiadmit-metrics-")
+        metrics_dir = os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="aiadmit-metrics-")
         if "prometheus_client.values" in sys.modules:  # imported early by some module: choose the store again
             from prometheus_client import values
 
             values.ValueClass = values.get_value_class()
+
+    try:
+        return _run(options)
+    finally:
+        # Every start made one and none was removed (207 in this machine's /tmp after a day of test servers).
+        # Workers are forked inside _run and leave it by SystemExit through here too: only the arbiter removes it.
+        if metrics_dir is not None and os.getpid() == owner:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _run(options: ServeOptions) -> int:
+    from gunicorn.app.base import BaseApplication
 
     TLSFiles(options.cert_file, options.key_file)  # raises CertError with the file named
     from .engine import Engine
