@@ -11,9 +11,11 @@ import pytest
 from webhook import diskcache
 from webhook.config import ConfigError, load_config
 from webhook.diskcache import DiskCache, default_directory
-from webhook.policy import PolicyLoadError, load_policies
 from webhook.celenv import FUNCTIONS
 from webhook.celnative import compile_native
+from webhook.policy import PolicyLoadError, load_policies
+
+from test_policy_loader import GOOD
 
 CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
 
@@ -123,23 +125,7 @@ def active_cache(tmp_path):
     diskcache.activate(None)
 
 
-GOOD_POLICY = """\
-apiVersion: aiadmit.dev/v1alpha1
-kind: Policy
-metadata:
-  name: cached
-summary: A test policy.
-why: Because.
-remediation: Fix it.
-action: deny
-match:
-  anyClasses: [ai]
-target: container
-rules:
-  - name: has-image
-    expression: has(container.image)
-    message: container needs an image
-"""
+GOOD_POLICY = GOOD.format(name="cached")  # the policy loader tests' good policy
 
 
 def test_a_policy_that_passed_its_schema_is_not_checked_again_but_a_changed_one_is(tmp_path, active_cache):
