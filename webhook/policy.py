@@ -319,10 +319,9 @@ def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None
         if doc.get("kind") != "Policy" and not str(doc.get("apiVersion", "")).startswith("aiadmit.dev/"):
             problems.append(_format(resource, "/kind", f"not a Policy document (kind {doc.get('kind')!r})"))
             continue
-        path = resource.origin.file or "?"
+        path = resource.origin.file or ""
         if path not in texts:
-            with open(path, encoding="utf-8") as handle:
-                texts[path] = handle.read()
+            texts[path] = _text_of(path)
         errors = schema_errors(POLICY_SCHEMA_FILE, doc, texts[path], str(resource.origin.document))
         if errors:
             for error in errors:
@@ -344,6 +343,15 @@ def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None
     if problems:
         raise PolicyLoadError(problems)
     return policies
+
+
+def _text_of(path: str) -> Optional[str]:
+    """The text a policy document was loaded from, which names it for the schema-check cache; None if unknown."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None  # then it is simply checked, every time
 
 
 def _schema_problem(error) -> tuple[str, str]:

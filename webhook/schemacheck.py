@@ -15,7 +15,7 @@ import importlib.util
 import json
 import os
 from functools import lru_cache
-from typing import Any
+from typing import Any, Optional
 
 from . import diskcache
 
@@ -46,11 +46,11 @@ def _validator_identity() -> str:
         return origin
 
 
-def errors(schema_file: str, document: Any, text: str, place: str) -> list:
+def errors(schema_file: str, document: Any, text: Optional[str], place: str) -> list:
     """The schema errors of `document`, sorted by path; `text` and `place` (its file's text and the document's
-    index in it) say exactly which document it is, so a pass can be remembered."""
-    cache = diskcache.active()
-    key = ("schema", _schema_text(schema_file), _validator_identity(), place, text)
+    index in it) say exactly which document it is, so a pass can be remembered. Without `text`, no memory."""
+    cache = diskcache.active() if text is not None else None
+    key = ("schema", _schema_text(schema_file), _validator_identity(), place, text or "")
     if cache is not None and cache.passed(*key):
         return []
     found = sorted(validator(schema_file).iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))

@@ -15,8 +15,8 @@ from functools import partial
 from ..audit import audit_paths
 from ..forked import default_jobs
 from ..reports import FORMATS, fragment, render
-from ..sources import collector_paused
 from ..reports.policyreport import DEFAULT_MAX_BYTES, DEFAULT_MAX_REPORTS, ETCD_LIMIT
+from ..sources import collector_paused
 from . import add_engine_options, load_engine
 
 
