@@ -128,20 +128,28 @@ def active_cache(tmp_path):
 GOOD_POLICY = GOOD.format(name="cached")  # the policy loader tests' good policy
 
 
-def test_a_policy_that_passed_its_schema_is_not_checked_again_but_a_changed_one_is(tmp_path, active_cache):
+def test_a_policy_that_passed_its_checks_is_not_checked_again_but_a_changed_one_is(tmp_path, active_cache):
     policy = tmp_path / "policy.yaml"
     policy.write_text(GOOD_POLICY)
     assert [p.id for p in load_policies([str(policy)])] == ["cached"]
-    recorded = entries(tmp_path / "cache" / "passed")
-    assert len(recorded) == 1
-    load_policies([str(policy)])
-    assert entries(tmp_path / "cache" / "passed") == recorded  # answered from the cache: nothing new recorded
+    recorded = entries(tmp_path / "cache" / "known")
+    assert len(recorded) == 3  # the document's schema check, its expression and its message's expression
+    [again] = load_policies([str(policy)])
+    assert entries(tmp_path / "cache" / "known") == recorded  # answered from the cache: nothing new recorded
+    assert again.rules[0].expression.variables == frozenset({"container"})  # as the checker found them
 
     policy.write_text(GOOD_POLICY.replace("action: deny", "action: deny\nseverity: high"))  # an unknown field
     with pytest.raises(PolicyLoadError) as raised:
         load_policies([str(policy)])
     assert raised.value.problems == [f"{policy}:9:1: severity: unknown field 'severity'"]
-    assert entries(tmp_path / "cache" / "passed") == recorded  # a failure is never recorded
+    assert entries(tmp_path / "cache" / "known") == recorded  # a failure is never recorded
+
+    policy.write_text(GOOD_POLICY.replace("has(container.image)", "has(container.image) &&"))  # not CEL
+    with pytest.raises(PolicyLoadError) as raised:
+        load_policies([str(policy)])
+    [problem] = raised.value.problems
+    assert problem.startswith(f"{policy}:14:5: rules[0].expression: CEL does not compile")  # the checker's report
+    assert "Syntax error" in problem
 
 
 def test_a_config_error_is_reported_whatever_passed_before(tmp_path, active_cache):
@@ -155,10 +163,11 @@ def test_a_config_error_is_reported_whatever_passed_before(tmp_path, active_cach
     assert any(p.startswith(f"{config}:3:") and "contextFailure" in p for p in raised.value.problems)
 
 
-def test_a_warm_cache_spares_the_command_line_importing_jsonschema(tmp_path):
-    # The check of the bundle and config is what needs jsonschema; once they passed, an audit never imports it.
+def test_a_warm_cache_spares_the_command_line_loading_the_checkers(tmp_path):
+    # Checking the bundle and config is what needs jsonschema and the reference CEL library; once their checks
+    # passed, an audit loads neither (every built-in expression compiles natively).
     probe = ("import sys; from webhook.cli import main; main(['audit', '-f', 'json', sys.argv[1]]); "
-             "print('jsonschema' in sys.modules)")
+             "print('jsonschema' in sys.modules or 'cel.cel' in sys.modules)")
     manifest = tmp_path / "pod.yaml"
     manifest.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, image: b}]}\n")
     env = dict(os.environ, AIADMIT_CACHE_DIR=str(tmp_path / "cache"))

@@ -1,7 +1,9 @@
 """The CEL environment rules are written in.
 
 Every expression is checked at policy load by the reference CEL library
-(``common-expression-language``, Rust), so errors read as CEL's own, and is
+(``common-expression-language``, Rust), so errors read as CEL's own (on the
+command line, an expression that very checker accepted before is recalled from
+the disk cache, webhook/diskcache.py, with the variables it found), and is
 compiled on first use into a Python function (webhook/celnative.py) that reads
 the admission objects in place; the reference library runs the rare expression
 that uses CEL the native compiler does not implement. Both choices were made by
@@ -23,7 +25,6 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from . import diskcache
-from ._celext import cel
 from .celnative import Unsupported, compile_native
 from .celparse import ParseError
 
@@ -132,7 +133,7 @@ class _Reference:
         self.names = tuple(program.variables())
 
     def execute(self, activation: dict) -> Any:
-        context = cel.Context()
+        context = _reference_library().Context()
         for name, function in FUNCTIONS.items():
             context.add_function(name, function)
         for name in self.names:
@@ -141,12 +142,25 @@ class _Reference:
         return self.program.execute(context)
 
 
+def _reference_library() -> Any:
+    """The reference CEL library (Rust), loaded on first need: a command line whose checks the disk cache
+    answers, and whose expressions all compile natively, never loads it."""
+    from ._celext import cel
+
+    return cel
+
+
+@lru_cache(maxsize=1)
+def _checker() -> str:
+    return diskcache.package_identity("cel")
+
+
 def _compile(source: str, checked: Any) -> Any:
     """The native program for `source`, or the reference library's when the native compiler lacks a feature."""
     try:
         return compile_native(source, FUNCTIONS, diskcache.active())  # the command line's cache, if any
     except (Unsupported, ParseError):
-        return _Reference(checked if checked is not None else cel.compile(source))
+        return _Reference(checked if checked is not None else _reference_library().compile(source))
 
 
 _MATCHES = re.compile(r"\bmatches(\s*\()")
@@ -246,7 +260,7 @@ def required_presence(source: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
 
 
 class Expression:
-    """A CEL expression checked at load, compiled to its program on first use, and the variables it reads.
+    """A CEL expression checked at load (or recalled as checked), compiled on first use, and the variables it reads.
 
     Checking every expression at load (the reference parser: fast) keeps a bad
     policy from loading; compiling to Python waits for the first run, because
@@ -264,14 +278,23 @@ class Expression:
         # Kubernetes' `matches` compiles its regular expression on every call in the reference library (80 µs for
         # a digest pattern); the same RE2-style search through a cached Python pattern costs 1 µs.
         source = _outside_strings(source, lambda code: _MATCHES.sub(r"reMatches\1", code))
-        try:
-            checked = cel.compile(source)  # the reference parser and checker: its reports name line and column
-        except Exception as exc:  # the binding raises ValueError with the parser's report
-            raise CelError(str(exc).strip()) from None
+        cache = diskcache.active()
+        key = ("cel-check", _checker(), source)
+        known = cache.recall(*key) if cache is not None else None
+        if known is not None:  # the same checker accepted this very source before: its variables were kept
+            checked, variables = None, json.loads(known)
+        else:
+            try:  # the reference parser and checker: its reports name line and column
+                checked = _reference_library().compile(source)
+            except Exception as exc:  # the binding raises ValueError with the parser's report
+                raise CelError(str(exc).strip()) from None
+            variables = sorted(checked.variables())
+            if cache is not None:
+                cache.remember(*key, data=json.dumps(variables).encode())
         self._checked = checked
         self._program = None
         self.compiled = source
-        self.variables = frozenset(checked.variables())
+        self.variables = frozenset(variables)
 
     @classmethod
     def combined(cls, source: str, variables: frozenset) -> "Expression":

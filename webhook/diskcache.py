@@ -8,13 +8,15 @@ Two things are worth keeping, both measured (bench/RESULTS.md):
   generate the source). A one-shot `aiadmit audit` or pre-commit hook paid it
   in every process, each worker of a parallel audit again; reading the
   marshalled code back costs about 5 µs a program.
-- **Documents that passed their JSON Schema.** Checking the bundle's policies
-  and the config costs 0.025 s, and importing `jsonschema` to do it 0.05 s, on
-  every run, for files that rarely change. A document whose exact text passed
-  the exact schema before passes again: only its digest is kept.
+- **What checks found.** Checking the bundle's policies and the config against
+  their JSON Schema costs 0.025 s, and importing `jsonschema` to do it 0.05 s;
+  checking every CEL expression with the reference library 0.02 s, and loading
+  it 0.01 s: on every run, for files that rarely change. A document whose exact
+  text passed the exact schema passes again, and an expression the same checker
+  accepted is accepted again with the same variables: that is all that is kept.
 
 Keys are digests of everything the result depends on (the generated source; the
-document's text, the schema's, the validator's version), in a directory named
+document's text, the schema's, the checker's installation), in a directory named
 after the interpreter's bytecode magic number, so a changed policy, compiler,
 schema or Python simply misses. A code entry starts with the digest of its
 payload and is ignored when it does not match (a torn write). Only the command
@@ -82,14 +84,14 @@ class DiskCache:
             return None
         return code if isinstance(code, CodeType) else None
 
-    # ------------------------------------------------------------------ checks passed
-    def passed(self, *key: str) -> bool:
-        """Whether the check that `key` names (all its inputs, as text) was recorded as passed."""
-        return self.enabled and os.path.exists(self._path("passed", *key))
+    # ------------------------------------------------------------------ what a check found
+    def recall(self, *key: str) -> Optional[bytes]:
+        """What was remembered under `key` (all the inputs of a check, as text), or None."""
+        return self._read(self._path("known", *key)) if self.enabled else None
 
-    def record_pass(self, *key: str) -> None:
+    def remember(self, *key: str, data: bytes = b"") -> None:
         if self.enabled:
-            self._write(self._path("passed", *key), b"")
+            self._write(self._path("known", *key), data)
 
     # ------------------------------------------------------------------ files
     def _read(self, path: str) -> Optional[bytes]:
@@ -121,6 +123,17 @@ def activate(cache: Optional[DiskCache]) -> None:
 
 def active() -> Optional[DiskCache]:
     return _ACTIVE
+
+
+def package_identity(name: str) -> str:
+    """Which installation of a package a check ran with: its location and when its files were written (a
+    reinstall or upgrade changes it), found without importing it."""
+    spec = importlib.util.find_spec(name)
+    origin = spec.origin if spec is not None and spec.origin else "?"
+    try:
+        return f"{origin}@{os.stat(origin).st_mtime_ns}"
+    except OSError:
+        return origin
 
 
 def default_directory() -> Optional[str]:

@@ -11,9 +11,7 @@ and checks everything at start.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 from functools import lru_cache
 from typing import Any, Optional
 
@@ -29,33 +27,27 @@ def validator(schema_file: str) -> Any:
         return Draft202012Validator(json.load(handle))
 
 
+@lru_cache(maxsize=1)
+def _jsonschema() -> str:
+    return diskcache.package_identity("jsonschema")
+
+
 @lru_cache(maxsize=8)
 def _schema_text(schema_file: str) -> str:
     with open(schema_file, encoding="utf-8") as handle:
         return handle.read()
 
 
-@lru_cache(maxsize=1)
-def _validator_identity() -> str:
-    """Which jsonschema would check: its location and the time its files were installed (no import needed)."""
-    spec = importlib.util.find_spec("jsonschema")
-    origin = spec.origin if spec is not None and spec.origin else "?"
-    try:
-        return f"{origin}@{os.stat(origin).st_mtime_ns}"
-    except OSError:
-        return origin
-
-
 def errors(schema_file: str, document: Any, text: Optional[str], place: str) -> list:
     """The schema errors of `document`, sorted by path; `text` and `place` (its file's text and the document's
     index in it) say exactly which document it is, so a pass can be remembered. Without `text`, no memory."""
     cache = diskcache.active() if text is not None else None
-    key = ("schema", _schema_text(schema_file), _validator_identity(), place, text or "")
-    if cache is not None and cache.passed(*key):
+    key = ("schema", _schema_text(schema_file), _jsonschema(), place, text or "")
+    if cache is not None and cache.recall(*key) is not None:
         return []
     found = sorted(validator(schema_file).iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))
     if not found and cache is not None:
-        cache.record_pass(*key)
+        cache.remember(*key)
     return found
 
 
