@@ -317,3 +317,55 @@ def test_kubectl_kustomize_piped_into_audit(tmp_path):
     assert names == {("gpu-tests", "prod-nvidia-plugin-test")}
     text = aiadmit("audit", "-", stdin=rendered.stdout).stdout
     assert "<stdin>: Deployment gpu-tests/prod-nvidia-plugin-test spec.template.spec" in text
+
+
+def _sarif_result_as_a_dict(finding, rule_index):
+    """What a SARIF result holds, as a structure: the written text must be exactly its compact JSON encoding."""
+    from webhook.reports.location import locate
+    from webhook.reports.sarif import LEVELS, artifact_uri
+
+    location, resource = locate(finding), finding.resource
+    where = {"logicalLocations": [{
+        "name": resource.name or resource.kind,
+        "fullyQualifiedName": "/".join(p for p in (location.cluster, resource.namespace, resource.kind, resource.name)
+                                       if p) + (f"#{finding.pointer}" if finding.pointer else ""),
+        "kind": "object"}]}
+    if location.file and not location.from_stdin and location.cluster is None:
+        where["physicalLocation"] = {"artifactLocation": {"uri": artifact_uri(location.file)}}
+        if location.line:
+            where["physicalLocation"]["region"] = {"startLine": location.line, "startColumn": max(location.column, 1)}
+    skipped = finding.result == "skip"
+    return {
+        "ruleId": finding.policy, "ruleIndex": rule_index, "kind": "notApplicable" if skipped else "fail",
+        "level": "none" if skipped else LEVELS[finding.action], "message": {"text": finding.message},
+        "locations": [where],
+        "partialFingerprints": {"aiadmitFinding/v1": "|".join((finding.policy, finding.rule, resource.kind,
+                                                                resource.namespace, resource.name, finding.pointer))},
+        "properties": {"rule": finding.rule, "action": finding.action, "result": finding.result,
+                       "path": finding.pointer, "resource": resource.ref()},
+    }
+
+
+def test_sarif_results_are_the_exact_json_of_their_structure_for_every_kind_of_origin(engine):
+    from webhook.findings import Finding
+    from webhook.reports.sarif import _result
+    from webhook.resource import Origin, Resource
+    from webhook.sources import load_text
+
+    text = ('apiVersion: v1\nkind: Pod\nmetadata: {name: "caf\\u00e9-\\"q\\"", namespace: ml}\n'
+            'spec:\n  containers:\n    - {name: main, image: "img\\\\x"}\n')
+    [from_file] = load_text(text, "dir/naïve file.yaml").resources
+    [from_stdin] = load_text(text, "<stdin>").resources
+    absolute = load_text(text, "/abs/path/p.yaml").resources[0]
+    in_cluster = Resource(from_file.obj, Origin(cluster="prod-ctx"))
+    unnamed = Resource({"apiVersion": "v1", "kind": "Pod", "metadata": {}}, Origin(file="x.yaml", document=0))
+    cases = 0
+    for resource in (from_file, from_stdin, absolute, in_cluster, unnamed):
+        for pointer in ("/spec/containers/0/image", "/spec/nowhere", ""):
+            for action, result in (("deny", "fail"), ("warn", "skip"), ("audit", "error")):
+                finding = Finding("shm-sized", "sized", action, result, 'needs "/dev/shm" — sized\\n\n\t', resource,
+                                  pointer)
+                expected = json.dumps(_sarif_result_as_a_dict(finding, 7), separators=(",", ":"))
+                assert _result(finding, 7) == expected, (resource.origin, pointer, action)
+                cases += 1
+    assert cases == 45
