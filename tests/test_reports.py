@@ -369,3 +369,65 @@ def test_sarif_results_are_the_exact_json_of_their_structure_for_every_kind_of_o
                 assert _result(finding, 7) == expected, (resource.origin, pointer, action)
                 cases += 1
     assert cases == 45
+
+
+def _policyreport_result_as_a_dict(evaluation, finding, stamp):
+    """What a PolicyReport result holds, as a structure (the `pass` of a policy that found nothing when
+    `finding` is a policy id): the written text must be exactly its compact JSON encoding."""
+    from webhook.reports.policyreport import SEVERITY, report_namespace
+
+    resource = evaluation.resource
+    ref = {"apiVersion": resource.api_version, "kind": resource.kind, "name": resource.name}
+    if report_namespace(resource):
+        ref["namespace"] = report_namespace(resource)
+    if resource.metadata.get("uid"):
+        ref["uid"] = str(resource.metadata["uid"])
+    if isinstance(finding, str):
+        return {"source": "aiadmit", "policy": finding, "result": "pass", "scored": True, "timestamp": dict(stamp),
+                "resources": [ref]}
+    entry = {"source": "aiadmit", "policy": finding.policy}
+    if finding.rule:
+        entry["rule"] = finding.rule
+    status = ("warn" if finding.action == "warn" else "fail") if finding.result == "fail" else finding.result
+    entry.update({"result": status, "scored": True, "timestamp": dict(stamp), "resources": [ref]})
+    if finding.message:
+        entry["message"] = finding.message
+    entry["severity"] = SEVERITY[finding.action]
+    line, column = finding.position() if resource.origin.located else (0, 0)
+    properties = {"action": finding.action, "path": finding.pointer,
+                  "file": resource.origin.file if resource.origin.cluster is None else None,
+                  "line": line or None, "column": column or None}
+    entry["properties"] = {k: str(v) for k, v in properties.items() if v not in (None, "")}
+    return entry
+
+
+def test_policyreport_results_are_the_exact_json_of_their_structure_for_every_kind_of_origin():
+    from webhook.findings import Evaluation, Finding
+    from webhook.reports.policyreport import results_for
+    from webhook.resource import Origin, Resource
+    from webhook.sources import load_text
+
+    text = ('apiVersion: v1\nkind: Pod\nmetadata: {name: "caf\\u00e9-\\"q\\"", namespace: ml, uid: 1234}\n'
+            'spec:\n  containers:\n    - {name: main, image: "img\\\\x"}\n')
+    [from_file] = load_text(text, "dir/naïve file.yaml").resources
+    [from_stdin] = load_text(text, "<stdin>").resources
+    in_cluster = Resource(from_file.obj, Origin(cluster="prod-ctx"))
+    scoped = Resource({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "p"}},
+                      Origin(cluster="prod-ctx"))
+    no_namespace = Resource({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "n"}}, Origin(file="x.yaml"))
+    stamp = {"seconds": 1_700_000_000, "nanos": 0}
+    checked = 0
+    for resource in (from_file, from_stdin, in_cluster, scoped, no_namespace):
+        evaluation = Evaluation(resource, policies=("shm-sized", "image-digest", "gpu-quota"))
+        for pointer, (action, result), message in (("/spec/containers/0/image", ("deny", "fail"), 'a "q" — \\n\n'),
+                                                   ("", ("warn", "fail"), ""), ("/x", ("audit", "skip"), "s"),
+                                                   ("/spec", ("deny", "error"), "e")):
+            evaluation.findings.append(Finding("shm-sized", "sized", action, result, message, resource, pointer))
+        written = results_for(evaluation, stamp)
+        expected = [_policyreport_result_as_a_dict(evaluation, f, stamp) for f in evaluation.findings] + [
+            _policyreport_result_as_a_dict(evaluation, p, stamp) for p in ("image-digest", "gpu-quota")]
+        assert [text for _, text in written] == [
+            json.dumps(e, ensure_ascii=False, separators=(",", ":")) for e in expected], resource.origin
+        assert [status for status, _ in written] == [e["result"] for e in expected]
+        checked += len(written)
+    assert checked == 30
