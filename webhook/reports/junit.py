@@ -75,8 +75,8 @@ def _policy_case(policy_id: str, resource, findings: list, failing_actions: tupl
     elif skips and len(skips) == len(findings):
         outcome = "skipped"
         children.append(_element("skipped", {"message": skips[0].message}))
-    shown = errors or failures
-    rest = [f for f in findings if f not in shown]
+    shown = {id(f) for f in errors or failures}  # by identity: two findings may be equal field for field
+    rest = [f for f in findings if id(f) not in shown]
     if rest:  # below --fail-on, or beside an error: listed, not lost
         children.append(_element("system-out", {}, "\n".join(_describe(f) for f in rest)))
     return _case(policy_id, resource.describe(), children), outcome
