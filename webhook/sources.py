@@ -130,12 +130,13 @@ def load_text(text: str, filename: str) -> Loaded:
     """Every Kubernetes object in a (multi-document) YAML or JSON text."""
     loaded = Loaded()
     loader = _Loader(text)
+    aliases = "&" in text  # an alias needs an anchor, and an anchor an `&`
     index = 0
     try:
         while loader.check_node():
             node = loader.get_node()
             try:
-                data = construct(node, loader.construct_document)
+                data = construct(node, loader.construct_document, aliases)
             except yaml.YAMLError as exc:
                 loaded.errors.append(_yaml_error(filename, exc))
                 index += 1
