@@ -129,6 +129,18 @@ def test_trainjob_trainer_is_a_container_with_renamed_resources():
     [trainer] = template.containers
     assert template.spec is None and trainer.obj["resources"] == {"limits": {"nvidia.com/gpu": 8}}
     assert trainer.field_pointer("/resources/requests/cpu") == "/spec/trainer/resourcesPerNode/requests/cpu"
+    assert trainer.field_pointer("/resources/limits/nvidia.com~1gpu") == \
+        "/spec/trainer/resourcesPerNode/limits/nvidia.com~1gpu"
+    assert trainer.field_pointer("/image") == "/spec/trainer/image" and trainer.field_pointer("") == "/spec/trainer"
+
+
+def test_field_pointers_of_ordinary_containers_keep_escaped_tokens():
+    workload = build_workload(make("PyTorchJob"), Classification())
+    container = workload.templates[0].containers[0]
+    assert not container.rename
+    assert container.field_pointer("/resources/limits/nvidia.com~1gpu") == \
+        container.pointer + "/resources/limits/nvidia.com~1gpu"
+    assert container.field_pointer("") == container.pointer
 
 
 def test_unknown_kind_bears_no_pods():

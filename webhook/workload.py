@@ -110,10 +110,12 @@ class Container:
 
     def field_pointer(self, rel: str) -> str:
         """Pointer of a field given relative to the container (``/resources/limits``), renames applied."""
-        tokens = jp.split(rel)
-        if tokens and tokens[0] in self.rename:
-            tokens[0] = self.rename[tokens[0]]
-        return self.pointer + jp.tokens_join(tokens)
+        if self.rename:  # few containers have renamed fields (KServe's model); the rest append `rel` as it is
+            tokens = jp.split(rel)
+            if tokens and tokens[0] in self.rename:
+                tokens[0] = self.rename[tokens[0]]
+                return self.pointer + jp.tokens_join(tokens)
+        return self.pointer + rel
 
 
 @dataclass
