@@ -335,20 +335,21 @@ class Template:
             self.parts.append(Expression(match.group(1).strip(), params))
             position = match.end()
         self.parts.append(text[position:])
-        expressions = [p for p in self.parts if isinstance(p, Expression)]
-        self.variables = frozenset().union(*(p.variables for p in expressions))
+        # (text before, expression) pairs and the text after: what render walks, without a type test per part
+        self._segments = tuple(zip(self.parts[0:-1:2], self.parts[1::2]))
+        self._tail = self.parts[-1]
+        self.variables = frozenset().union(*(expression.variables for _, expression in self._segments))
 
     def render(self, context: Activation) -> str:
         out = []
-        for part in self.parts:
-            if isinstance(part, str):
-                out.append(part)
-                continue
+        for text, expression in self._segments:
+            out.append(text)
             try:
-                value = part.run(context)
+                value = expression.run(context)
             except Exception:
                 value = "?"
-            out.append(_display(value))
+            out.append(value if type(value) is str else _display(value))
+        out.append(self._tail)
         return " ".join("".join(out).split())
 
 
