@@ -24,7 +24,7 @@ import re
 from functools import lru_cache
 from typing import Any, Callable
 
-from . import diskcache
+from . import bundlecheck, diskcache
 from .celnative import Unsupported, compile_native
 from .celparse import ParseError
 
@@ -280,8 +280,11 @@ class Expression:
         source = _outside_strings(source, lambda code: _MATCHES.sub(r"reMatches\1", code))
         cache = diskcache.active()
         key = ("cel-check", _checker(), source)
-        known = cache.recall(*key) if cache is not None else None
-        if known is not None:  # the same checker accepted this very source before: its variables were kept
+        recorded = bundlecheck.variables(source)  # an expression of the bundle as it was built
+        known = cache.recall(*key) if cache is not None and recorded is None else None
+        if recorded is not None:
+            checked, variables = None, recorded
+        elif known is not None:  # the same checker accepted this very source before: its variables were kept
             checked, variables = None, json.loads(known)
         else:
             try:  # the reference parser and checker: its reports name line and column
