@@ -142,6 +142,26 @@ class _Reference:
         return self.program.execute(context)
 
 
+def _check(source: str) -> tuple[list, Any]:
+    """(the variables `source` reads, the reference library's checked program or None when the disk cache knew it).
+
+    Raises CelError with the reference parser's report, which names line and column.
+    """
+    cache = diskcache.active()
+    key = ("cel-check", _checker(), source)
+    known = cache.recall(*key) if cache is not None else None
+    if known is not None:  # the same checker accepted this very source before: its variables were kept
+        return json.loads(known), None
+    try:
+        checked = _reference_library().compile(source)
+    except Exception as exc:  # the binding raises ValueError with the parser's report
+        raise CelError(str(exc).strip()) from None
+    variables = sorted(checked.variables())
+    if cache is not None:
+        cache.remember(*key, data=json.dumps(variables).encode())
+    return variables, checked
+
+
 def _reference_library() -> Any:
     """The reference CEL library (Rust), loaded on first need: a command line whose checks the disk cache
     answers, and whose expressions all compile natively, never loads it."""
@@ -278,22 +298,10 @@ class Expression:
         # Kubernetes' `matches` compiles its regular expression on every call in the reference library (80 µs for
         # a digest pattern); the same RE2-style search through a cached Python pattern costs 1 µs.
         source = _outside_strings(source, lambda code: _MATCHES.sub(r"reMatches\1", code))
-        cache = diskcache.active()
-        key = ("cel-check", _checker(), source)
-        recorded = bundlecheck.variables(source)  # an expression of the bundle as it was built
-        known = cache.recall(*key) if cache is not None and recorded is None else None
-        if recorded is not None:
-            checked, variables = None, recorded
-        elif known is not None:  # the same checker accepted this very source before: its variables were kept
-            checked, variables = None, json.loads(known)
-        else:
-            try:  # the reference parser and checker: its reports name line and column
-                checked = _reference_library().compile(source)
-            except Exception as exc:  # the binding raises ValueError with the parser's report
-                raise CelError(str(exc).strip()) from None
-            variables = sorted(checked.variables())
-            if cache is not None:
-                cache.remember(*key, data=json.dumps(variables).encode())
+        checked = None
+        variables = bundlecheck.variables(source)  # an expression of the bundle as it was built
+        if variables is None:
+            variables, checked = _check(source)
         self._checked = checked
         self._program = None
         self.compiled = source
