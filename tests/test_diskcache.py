@@ -20,8 +20,8 @@ from test_policy_loader import GOOD
 CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
 
 EXPRESSIONS = [
-    ("container.resources.limits['nvidia.com/gpu'] > 0", {"container": {"resources": {"limits": {"nvidia.com/gpu": 2}}}},
-     True),
+    ("container.resources.limits['nvidia.com/gpu'] > 0",
+     {"container": {"resources": {"limits": {"nvidia.com/gpu": 2}}}}, True),
     ("pod.volumes.exists(v, v.name == 'dshm' && has(v.emptyDir.sizeLimit))",
      {"pod": {"volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]}}, False),
     ("[1, 2, 3].map(x, x * 2)", {}, [2, 4, 6]),

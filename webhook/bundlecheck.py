@@ -73,26 +73,23 @@ def compute() -> dict:
     from .policy import BUILTIN_POLICY_DIR, POLICY_SCHEMA_FILE, policy_files
 
     global _consulted
+    cache = diskcache.active()
     diskcache.activate(None)
-    _consulted = False  # not answered from the record being rebuilt
+    _consulted = False  # neither the record being rebuilt nor a disk cache answers: every check runs
     try:
         engine = Engine.load()  # raises if anything in the bundle or the default config is wrong
     finally:
         _consulted = True
+        diskcache.activate(cache)
     passed_pairs = []
-    for schema_file, paths in ((POLICY_SCHEMA_FILE, policy_files([BUILTIN_POLICY_DIR])), (CONFIG_SCHEMA_FILE, [DEFAULT_CONFIG_FILE])):
+    for schema_file, paths in ((POLICY_SCHEMA_FILE, policy_files([BUILTIN_POLICY_DIR])),
+                               (CONFIG_SCHEMA_FILE, [DEFAULT_CONFIG_FILE])):
         with open(schema_file, encoding="utf-8") as handle:
             schema = digest(handle.read())
         for path in paths:
             with open(path, encoding="utf-8") as handle:
                 passed_pairs.append([schema, digest(handle.read())])
-    expressions = {}
-    for policy in engine.policies:
-        found = [e for rule in policy.rules for e in (rule.when, rule.expression) if e is not None]
-        found += [part for rule in policy.rules for part in rule.message.parts if not isinstance(part, str)]
-        found += [e for mutation in policy.mutations for e in (mutation.when, mutation.value) if e is not None]
-        for expression in found:
-            expressions[digest(expression.compiled)] = sorted(expression.variables)
+    expressions = {digest(e.compiled): sorted(e.variables) for policy in engine.policies for e in policy.expressions()}
     return {"passed": sorted(passed_pairs), "expressions": dict(sorted(expressions.items()))}
 
 

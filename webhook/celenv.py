@@ -349,7 +349,8 @@ class Template:
         # (text before, expression) pairs and the text after: what render walks, without a type test per part
         self._segments = tuple(zip(self.parts[0:-1:2], self.parts[1::2]))
         self._tail = self.parts[-1]
-        self.variables = frozenset().union(*(expression.variables for _, expression in self._segments))
+        self.expressions = tuple(expression for _, expression in self._segments)
+        self.variables = frozenset().union(*(expression.variables for expression in self.expressions))
 
     def render(self, context: Activation) -> str:
         out = []

@@ -121,12 +121,7 @@ class Engine:
         level, the set a resource that passes every guard meets.
         """
         for policy in self.policies:
-            expressions = []
-            for rule in policy.rules:
-                expressions += [e for e in (rule.when, rule.expression) if e is not None]
-                expressions += [p for p in rule.message.parts if not isinstance(p, str)]
-            for mutation in policy.mutations:
-                expressions += [e for e in (mutation.when, mutation.value) if e is not None]
+            expressions = policy.expressions()
             for level in ("object", "pod", "container"):
                 simple = tuple(r for r in policy.rules
                                if r.target == level and r.expression is not None and not r.requires)

@@ -155,6 +155,17 @@ class Policy:
                 frozenset().union(*(rule.variables for rule in rules)))
         return found
 
+    def expressions(self) -> list[Expression]:
+        """Every CEL expression the policy is written with: each rule's `when`, `expression` and message parts, each
+        mutation's `when` and `value` (not the verdict programs combined from them)."""
+        found: list[Expression] = []
+        for rule in self.rules:
+            found += [e for e in (rule.when, rule.expression) if e is not None]
+            found += rule.message.expressions
+        for mutation in self.mutations:
+            found += [e for e in (mutation.when, mutation.value) if e is not None]
+        return found
+
     def takes(self, container) -> bool:
         """Whether this policy checks containers of this section (containers, initContainers, KServe's model)."""
         return self.containers == "all" or self.containers == container.section
