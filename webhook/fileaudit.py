@@ -22,8 +22,8 @@ from .engine import Engine
 from .facts import OfflineFacts
 from .findings import Evaluation
 from .forked import can_fork, fork_map, payload, rebuild, shared
-from .resource import InputError, Origin, Resource
-from .sources import Loaded, load_text
+from .resource import Origin, Resource
+from .sources import Loaded, load_text, read_text
 
 # A file worth more than this many bytes of text per process before forking pays.
 MIN_BYTES_PER_JOB = 128 * 1024
@@ -31,14 +31,6 @@ _DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
 _FACT_NAMES = ("Namespace", "ResourceQuota", "PriorityClass", "RuntimeClass", "HorizontalPodAutoscaler")
 _FACT_KIND = re.compile(r"""\bkind["']?\s*:\s*(?:!!str\s+)?["']?"""
                         r"""(Namespace|ResourceQuota|PriorityClass|RuntimeClass|HorizontalPodAutoscaler)\b""")
-
-
-def _read(path: str) -> tuple[Optional[str], Optional[InputError]]:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read(), None
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, InputError(path, 0, f"cannot read file: {exc}")
 
 
 def _fact_documents(text: str, path: str) -> list[Resource]:
@@ -89,7 +81,7 @@ def audit_files(engine: Engine, files: list[str], jobs: int, prepare: Optional[C
         return None
     read_errors, texts = [], []
     for path in files:
-        text, error = _read(path)
+        text, error = read_text(path)
         if error is not None:
             read_errors.append((path, error))
         else:

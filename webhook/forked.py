@@ -1,9 +1,10 @@
 """Work shared out to forked processes, and evaluations carried back as plain data.
 
 Evaluating is CPU-bound Python, so one process uses one core. Forking after the
-inputs are loaded lets every worker read them (and the compiled policies)
-without pickling anything on the way in; only findings come back, as tuples,
-and are rebuilt around the parent's own Resource objects.
+inputs are read lets every worker see them (and the compiled policies) without
+pickling anything on the way in; only plain data comes back (findings as
+tuples, report fragments as text), through a file per slice, and evaluations
+are rebuilt around resources of the parent's own.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Optional
 
 import yaml
 
@@ -112,14 +112,21 @@ def _load_paths(paths: Iterable[str], stdin_name: str) -> Loaded:
         if path == "-":
             loaded.extend(load_text(sys.stdin.read(), stdin_name))
             continue
-        try:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            loaded.errors.append(InputError(path, 0, f"cannot read file: {exc}"))
+        text, error = read_text(path)
+        if error is not None:
+            loaded.errors.append(error)
             continue
         loaded.extend(load_text(text, path))
     return loaded
+
+
+def read_text(path: str) -> tuple[Optional[str], Optional[InputError]]:
+    """(a manifest file's text, None), or (None, the error that names it) when it cannot be read as UTF-8."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read(), None
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, InputError(path, 0, f"cannot read file: {exc}")
 
 
 def looks_templated(text: str) -> bool:
