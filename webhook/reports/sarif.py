@@ -111,13 +111,8 @@ def fragment(evaluation, engine, **options) -> list[str]:
     return [_result(f, index[f.policy]) for f in evaluation.findings]
 
 
-def build(result, engine, fragments=None) -> dict:
-    """The SARIF log as a dict (results decoded from their fragments: for tests and callers that want objects)."""
-    return json.loads(render(result, engine, fragments))
-
-
 def render(result, engine, fragments=None, **options) -> str:
-    """Compact: SARIF is read by tools; each result is encoded by json's C encoder where it was evaluated."""
+    """Compact: SARIF is read by tools; each result was written (`_result`) by the process that evaluated it."""
     parts = fragments_of(fragment, result, engine, fragments, options)
     rules = [_rule(p, engine.config.settings(p.id).action or p.action) for p in _policies(engine)]
     notifications = [_notification(e, "error") for e in result.errors]
