@@ -11,7 +11,7 @@ Checkov runs from its own virtualenv (--checkov, default
 Both run as installed tools do: with Python's bytecode cache allowed (this
 machine sets PYTHONDONTWRITEBYTECODE, which pip-installed Checkov does not
 feel, its .pyc files being written at install, but a source checkout does),
-and aiadmit with its disk cache (webhook/diskcache.py) in a scratch directory
+and aiadmit with its disk cache (webhook/app/diskcache.py) in a scratch directory
 that the first run fills. One more row gives aiadmit without the disk cache
 (AIADMIT_NO_CACHE=1), what a first run on a fresh machine costs.
 
@@ -31,7 +31,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from webhook.sources import load_paths  # noqa: E402
+from webhook.inputs.sources import load_paths  # noqa: E402
 
 CORPUS = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "corpus"))
 

@@ -1,4 +1,4 @@
-"""CEL engine choice, measured: aiadmit's compiler (webhook/celnative.py) vs common-expression-language (Rust)
+"""CEL engine choice, measured: aiadmit's compiler (webhook/cel/compiler.py) vs common-expression-language (Rust)
 vs cel-python (pure Python).
 
     python3 -m venv /tmp/celpy && /tmp/celpy/bin/pip install cel-python common-expression-language pyyaml
@@ -69,8 +69,8 @@ def rust() -> dict[str, float]:
 
 
 def native() -> dict[str, float]:
-    from webhook.celenv import FUNCTIONS
-    from webhook.celnative import compile_native
+    from webhook.cel.environment import FUNCTIONS
+    from webhook.cel.compiler import compile_native
 
     activation = {"container": CONTAINER, "pod": POD}
     out = {}

@@ -17,8 +17,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from webhook.engine import Engine  # noqa: E402
-from webhook.resource import Resource  # noqa: E402
+from webhook.engine.core import Engine  # noqa: E402
+from webhook.model.resource import Resource  # noqa: E402
 
 GPU_POD = {
     "apiVersion": "v1", "kind": "Pod",

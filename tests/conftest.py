@@ -5,10 +5,10 @@ import tempfile
 
 import pytest
 
-from webhook import diskcache
+from webhook.app import diskcache
 
 # The command line keeps compiled CEL programs and passed schema checks in a cache directory
-# (webhook/diskcache.py); tests and the commands they start share one that lives and dies with the suite.
+# (webhook/app/diskcache.py); tests and the commands they start share one that lives and dies with the suite.
 _CACHE = tempfile.TemporaryDirectory(prefix="aiadmit-test-cache-")
 os.environ["AIADMIT_CACHE_DIR"] = _CACHE.name
 os.environ.pop("AIADMIT_NO_CACHE", None)

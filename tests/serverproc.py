@@ -40,7 +40,7 @@ def free_port() -> int:
 
 
 def make_certs(directory: Path) -> Path:
-    from webhook import certs
+    from webhook.app import certs
 
     certs.generate(str(directory), HOSTS)
     return directory

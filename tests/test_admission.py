@@ -1,4 +1,4 @@
-"""webhook/admission.py: reviews in, responses out, with the real engine and the built-in policies."""
+"""webhook/app/admission.py: reviews in, responses out, with the real engine and the built-in policies."""
 
 import base64
 import copy
@@ -10,12 +10,12 @@ import jsonpatch
 import pytest
 
 from serverproc import make_review
-from webhook import admission
-from webhook.config import load_config
-from webhook.engine import Engine
-from webhook.facts import OfflineFacts
-from webhook.policy import BUILTIN_POLICY_DIR, load_policies
-from webhook.resource import Resource
+from webhook.app import admission
+from webhook.language.config import load_config
+from webhook.engine.core import Engine
+from webhook.model.facts import OfflineFacts
+from webhook.language.policy import BUILTIN_POLICY_DIR, load_policies
+from webhook.model.resource import Resource
 
 IMAGE = "registry.example/train@sha256:0d7c2a3c4b0e9e5f1b8c6d9a2f3e4d5c6b7a8f9e0d1c2b3a4f5e6d7c8b9a0f1e"
 

@@ -5,8 +5,8 @@ import shutil
 
 import pytest
 
-from webhook.audit import PARALLEL_THRESHOLD, audit_paths
-from webhook.engine import Engine
+from webhook.app.audit import PARALLEL_THRESHOLD, audit_paths
+from webhook.engine.core import Engine
 
 CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
 
@@ -31,7 +31,7 @@ def test_parallel_equals_sequential(tmp_path):
 
 
 def test_the_parent_loads_only_the_documents_that_can_be_facts():
-    from webhook.fileaudit import _fact_documents
+    from webhook.app.fileaudit import _fact_documents
 
     text = """apiVersion: apps/v1
 kind: Deployment

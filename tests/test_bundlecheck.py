@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from webhook import bundlecheck
-from webhook.engine import Engine
-from webhook.policy import BUILTIN_POLICY_DIR, PolicyLoadError, load_policies
+from webhook.language import record as bundlecheck
+from webhook.engine.core import Engine
+from webhook.language.policy import BUILTIN_POLICY_DIR, PolicyLoadError, load_policies
 
-PROBE = ("import sys; from webhook.engine import Engine; Engine.load({paths}); "
+PROBE = ("import sys; from webhook.engine.core import Engine; Engine.load({paths}); "
          "print(sorted(m for m in ('jsonschema', 'cel.cel') if m in sys.modules))")
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from webhook.celenv import CelError, Expression, new_context, inline_params
+from webhook.cel.environment import CelError, Expression, new_context, inline_params
 
 
 def test_params_are_folded_outside_strings():
@@ -50,7 +50,7 @@ def test_a_missing_key_is_an_error_that_names_the_key_and_an_unbound_variable_sa
 
 
 def test_prepare_compiles_every_program_of_the_bundle_before_any_review():
-    from webhook.engine import Engine
+    from webhook.engine.core import Engine
 
     engine = Engine.load()
     expressions = [e for p in engine.policies for r in p.rules for e in (r.when, r.expression) if e is not None]

@@ -1,4 +1,4 @@
-"""The native CEL compiler (webhook/celnative.py), checked differentially against the reference CEL library.
+"""The native CEL compiler (webhook/cel/compiler.py), checked differentially against the reference CEL library.
 
 Why: every policy runs on aiadmit's own CEL compiler (fast: it reads the admission objects in place,
 bench/RESULTS.md), and a wrong answer there is a wrong admission decision. The reference library
@@ -21,13 +21,13 @@ from functools import lru_cache
 
 import pytest
 
-from webhook._celext import cel
-from webhook.celenv import FUNCTIONS
-from webhook.celnative import Unsupported, compile_native
-from webhook.config import Config
-from webhook.policy import BUILTIN_POLICY_DIR, load_policies
-from webhook.sources import load_paths, load_text
-from webhook.workload import Container, PodTemplate, ShapeError, build_workload, template_devices
+from webhook.cel.reference import cel
+from webhook.cel.environment import FUNCTIONS
+from webhook.cel.compiler import Unsupported, compile_native
+from webhook.language.config import Config
+from webhook.language.policy import BUILTIN_POLICY_DIR, load_policies
+from webhook.inputs.sources import load_paths, load_text
+from webhook.k8s.workload import Container, PodTemplate, ShapeError, build_workload, template_devices
 
 CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "corpus")
 X = {"a": {"c": 1}, "n": None, "l": [1, 2], "fl": 2.0, "i": 7, "s": "héllo", "m": {"k": "v"}}
@@ -129,7 +129,7 @@ AGREE = [
     "int(18446744073709551615u)", "int(true)", "uint(-1)", 'double("1.5")', "double(1u)", "string(1.0)",
     'string(b"abc")', "string(x.n)", "dyn(1) + 1", "type(x.l) == list", "type(x.m) == map", "type(x.m) == list",
     "type(null) == null_type", "type(int) == type", "[1, 'a', true]", "{'a': [1, {'b': null}]}", "{1.5: 1}",
-    # the custom functions (webhook/celenv.py FUNCTIONS)
+    # the custom functions (webhook/cel/environment.py FUNCTIONS)
     'quantity("48Gi") > quantity("1Gi")', "quantity(1)", 'quantity("100m")', 'quantity("x")', "quantity(null)",
     'isQuantity("abc")', 'quantity("1Gi").isGreaterThan(quantity("1"))', 'asInteger(quantity("2k"))',
     "formatBytes(1073741824)", "least([], 0.0)", "[1.0, 2.5].sum()", "[1, 2].sum()", "['a'].sum()",
@@ -179,7 +179,7 @@ SPEC = [  # (expression, the native result the spec prescribes: a value, ERROR o
 ]
 
 _REWRITTEN = "a policy's matches() is rewritten to reMatches() at load (celenv._MATCHES)"
-UNSUPPORTED = [  # (expression, why): compile_native raises Unsupported and webhook/celenv.py runs the reference
+UNSUPPORTED = [  # (expression, why): compile_native raises Unsupported and webhook/cel/environment.py runs the reference
     ('"abc".matches("b")', _REWRITTEN), ('matches("abc", "^a")', _REWRITTEN),
     ('timestamp("2020-01-01T00:00:00Z")', "no timestamps natively"), ('duration("1s")', "no durations natively"),
     ('bytes("abc")', "no bytes() natively"), ('bool("true")', "no bool() natively"),
@@ -225,7 +225,7 @@ def test_tables_do_not_overlap():
 
 
 # ------------------------------------------------------------------------------------ the built-in policies
-CLUSTER = {  # cluster facts, shaped as the engine binds them (webhook/engine.py _cluster)
+CLUSTER = {  # cluster facts, shaped as the engine binds them (webhook/engine/core.py _cluster)
     "namespace": {"name": "ml", "labels": {"aiadmit.dev/tier": "trusted"}},
     "resourceQuotas": [
         {"metadata": {"name": "gpus"}, "spec": {"hard": {"requests.nvidia.com/gpu": "8"}}}, {"metadata": {"name": "-"}},
@@ -310,7 +310,7 @@ def sites(resources, classification):
     """(origin, level, variables) for each resource, each of its pod templates and each of their containers."""
     for resource in resources:
         workload, templates = _templates(resource, classification)
-        variables = {  # shaped as webhook/engine.py _bind binds them, whole
+        variables = {  # shaped as webhook/engine/core.py _bind binds them, whole
             "object": resource.obj, "cluster": CLUSTER, "error": "must be a string",
             "workload": {"kind": resource.kind, "name": resource.name, "namespace": resource.namespace,
                          "labels": resource.labels, "annotations": resource.annotations,

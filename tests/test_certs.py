@@ -1,4 +1,4 @@
-"""webhook/certs.py and `aiadmit certs`: real keys, real certificates, a real TLS handshake."""
+"""webhook/app/certs.py and `aiadmit certs`: real keys, real certificates, a real TLS handshake."""
 
 import base64
 import datetime as dt
@@ -17,8 +17,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from ruamel.yaml import YAML
 
-from webhook import certs
-from webhook.serving import server_context
+from webhook.app import certs
+from webhook.app.serving import server_context
 
 
 def aiadmit(*args):

@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from webhook import diskcache
-from webhook.config import ConfigError, load_config
-from webhook.diskcache import DiskCache, default_directory
-from webhook.celenv import FUNCTIONS
-from webhook.celnative import compile_native
-from webhook.policy import BUILTIN_POLICY_DIR, PolicyLoadError, load_policies
+from webhook.app import diskcache
+from webhook.language.config import ConfigError, load_config
+from webhook.app.diskcache import DiskCache, default_directory
+from webhook.cel.environment import FUNCTIONS
+from webhook.cel.compiler import compile_native
+from webhook.language.policy import BUILTIN_POLICY_DIR, PolicyLoadError, load_policies
 
 from test_policy_loader import GOOD
 
@@ -169,14 +169,14 @@ def test_a_config_error_is_reported_whatever_passed_before(tmp_path, active_cach
 def test_a_warm_cache_spares_the_command_line_loading_the_checkers(tmp_path):
     # Checking policies is what needs jsonschema and the reference CEL library; once their checks passed, an audit
     # loads neither (every built-in expression compiles natively). The policies are the bundle's, each edited, so
-    # that the record of the bundle's own checks (webhook/bundlecheck.py) does not answer for them.
+    # that the record of the bundle's own checks (webhook/language/record.py) does not answer for them.
     policies = tmp_path / "policies"
     policies.mkdir()
     for name in sorted(os.listdir(BUILTIN_POLICY_DIR)):
         if name.endswith(".yaml"):
             text = open(os.path.join(BUILTIN_POLICY_DIR, name), encoding="utf-8").read()
             (policies / name).write_text(text.replace("has(container.", "has( container.") + "\n")
-    probe = ("import sys; from webhook.cli import main; main(['audit', '-f', 'json', '--policies', sys.argv[2], "
+    probe = ("import sys; from webhook.app.cli import main; main(['audit', '-f', 'json', '--policies', sys.argv[2], "
              "sys.argv[1]]); print('jsonschema' in sys.modules or 'cel.cel' in sys.modules)")
     manifest = tmp_path / "pod.yaml"
     manifest.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, image: b}]}\n")

@@ -5,11 +5,11 @@ import textwrap
 
 import pytest
 
-from webhook.config import ConfigError, load_config
-from webhook.engine import Engine
-from webhook.facts import OfflineFacts
-from webhook.policy import BUILTIN_POLICY_DIR, load_policies
-from webhook.resource import Resource
+from webhook.language.config import ConfigError, load_config
+from webhook.engine.core import Engine
+from webhook.model.facts import OfflineFacts
+from webhook.language.policy import BUILTIN_POLICY_DIR, load_policies
+from webhook.model.resource import Resource
 
 
 def gpu_pod(name="gpu", namespace="ml", annotations=None):

@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from webhook.engine import BudgetExceeded, Engine
-from webhook.resource import Resource
+from webhook.engine.core import BudgetExceeded, Engine
+from webhook.model.resource import Resource
 
 GPU_POD = Resource({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"},
                     "spec": {"containers": [{"name": "c", "image": "i",

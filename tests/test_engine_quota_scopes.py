@@ -2,8 +2,8 @@
 
 import pytest
 
-from webhook.celenv import Expression, new_context
-from webhook.quotascope import quota_selects
+from webhook.cel.environment import Expression, new_context
+from webhook.k8s.quotascope import quota_selects
 
 GPU_POD = {"containers": [{"name": "job", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
 

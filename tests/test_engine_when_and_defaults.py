@@ -8,9 +8,9 @@
 
 import textwrap
 
-from webhook.engine import Engine, _default_op
-from webhook.facts import OfflineFacts
-from webhook.sources import load_text
+from webhook.engine.core import Engine, _default_op
+from webhook.model.facts import OfflineFacts
+from webhook.inputs.sources import load_text
 
 POLICY = textwrap.dedent("""
     apiVersion: aiadmit.dev/v1alpha1

@@ -6,11 +6,11 @@ from functools import partial
 
 import pytest
 
-from webhook.audit import audit_paths
-from webhook.engine import Engine
-from webhook.fileaudit import MIN_BYTES_PER_JOB, audit_files
-from webhook.reports import FORMATS, fragment, render
-from webhook.sources import iter_manifest_files
+from webhook.app.audit import audit_paths
+from webhook.engine.core import Engine
+from webhook.app.fileaudit import MIN_BYTES_PER_JOB, audit_files
+from webhook.outputs.reports import FORMATS, fragment, render
+from webhook.inputs.sources import iter_manifest_files
 
 CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
 
@@ -61,7 +61,7 @@ def test_an_hpa_keeps_the_audit_in_one_process(tree, tmp_path):
 @pytest.mark.skipif(not os.path.isdir(CORPUS), reason="needs ../shared/corpus")
 @pytest.mark.parametrize("name", sorted(FORMATS))
 def test_reports_rendered_by_the_workers_equal_one_process(tree, name):
-    # The command lets each worker render its objects' part of the report (webhook.reports.fragment); the report
+    # The command lets each worker render its objects' part of the report (webhook.outputs.reports.fragment); the report
     # must be the very one a single process writes, byte for byte, narrowed by --policy/--skip the same way.
     engine = Engine.load()
     options = {"now": 1_700_000_000.0, "fail_on": "deny", "color": name == "text"}

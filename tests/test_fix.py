@@ -15,12 +15,12 @@ import jsonpatch
 import pytest
 import yaml
 
-from webhook.admission import mutate as admission_mutate
-from webhook.audit import audit_paths
-from webhook.engine import Engine
-from webhook.facts import OfflineFacts
-from webhook.fix import fix_paths, split_documents
-from webhook.sources import load_text
+from webhook.app.admission import mutate as admission_mutate
+from webhook.app.audit import audit_paths
+from webhook.engine.core import Engine
+from webhook.model.facts import OfflineFacts
+from webhook.outputs.fix import fix_paths, split_documents
+from webhook.inputs.sources import load_text
 
 HERE = os.path.dirname(__file__)
 CORPUS = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "corpus"))

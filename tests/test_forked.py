@@ -4,7 +4,7 @@ import tempfile
 
 import pytest
 
-from webhook import forked
+from webhook.app import forked
 
 
 def _squares(bounds):

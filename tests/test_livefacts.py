@@ -1,4 +1,4 @@
-"""webhook/livefacts.py: cache bookkeeping with real Kubernetes objects, staleness, and a real failing transport.
+"""webhook/inputs/livefacts.py: cache bookkeeping with real Kubernetes objects, staleness, and a real failing transport.
 
 The objects are built with the kubernetes client's own models and serialised by
 its ApiClient, exactly as list and watch responses arrive (camelCase JSON).
@@ -9,10 +9,10 @@ import time
 from kubernetes import client
 
 from serverproc import make_review
-from webhook import admission
-from webhook.engine import Engine
-from webhook.livefacts import LiveFacts, slim_workload
-from webhook.policy import BUILTIN_POLICY_DIR
+from webhook.app import admission
+from webhook.engine.core import Engine
+from webhook.inputs.livefacts import LiveFacts, slim_workload
+from webhook.language.policy import BUILTIN_POLICY_DIR
 
 API = client.ApiClient()
 

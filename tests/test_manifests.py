@@ -113,7 +113,7 @@ def test_generated_parts_are_up_to_date():
 
 
 def test_webhook_rules_cover_the_kinds_table_exactly(rendered):
-    with open(os.path.join(ROOT, "webhook", "kinds.yaml"), encoding="utf-8") as handle:
+    with open(os.path.join(ROOT, "webhook", "k8s", "kinds.yaml"), encoding="utf-8") as handle:
         table = [(e.get("group", ""), e["kind"]) for e in yaml.safe_load(handle)["kinds"]]
     crd_plurals = {}
     for path in glob.glob(os.path.join(SHARED_CRDS, "*", "*.yaml")):
@@ -192,7 +192,7 @@ def test_webhook_configurations_settings(rendered):
 
 def test_config_excludes_what_the_webhooks_never_send(rendered):
     """The namespaceSelector and the config agree, so an audit says what the webhook would do."""
-    from webhook.config import load_config
+    from webhook.language.config import load_config
 
     config = load_config(None, NAMESPACE)
     for hook in (h for hooks in webhooks(rendered["base"]).values() for h in hooks):
@@ -279,8 +279,8 @@ def test_server_arguments_point_at_mounted_files(rendered, overlay):
 
 
 def test_rbac_is_read_only_and_exactly_what_the_live_context_watches(rendered):
-    """Every cache of webhook/livefacts.py must be granted (else /readyz never passes), and nothing more."""
-    from webhook.livefacts import LiveFacts
+    """Every cache of webhook/inputs/livefacts.py must be granted (else /readyz never passes), and nothing more."""
+    from webhook.inputs.livefacts import LiveFacts
 
     needed = set()
     for cache in LiveFacts().caches.values():
@@ -386,15 +386,15 @@ def _write_config_maps(objects: list[dict], config_dir, policies_dir) -> dict[st
 
 def _engine_from_config_maps(objects: list[dict], tmp_path):
     """The engine exactly as a replica loads it: config and policies from the rendered ConfigMaps' data."""
-    from webhook.engine import Engine
+    from webhook.engine.core import Engine
 
     paths = _write_config_maps(objects, tmp_path / "config", tmp_path / "policies")
     return Engine.load([paths["policies"][1]], paths["config"][1], NAMESPACE)
 
 
 def _audit(engine, objects: list[dict], label: str):
-    from webhook.audit import audit_resources
-    from webhook.sources import load_text
+    from webhook.app.audit import audit_resources
+    from webhook.inputs.sources import load_text
 
     loaded = load_text(yaml.safe_dump_all(objects, sort_keys=False), label)
     assert not loaded.errors, loaded.errors

@@ -19,11 +19,11 @@ import jsonpatch
 import pytest
 import yaml
 
-from webhook import pointer as jp
-from webhook.engine import Engine
-from webhook.facts import OfflineFacts
-from webhook.resource import Resource
-from webhook.sources import load_paths
+from webhook.model import pointer as jp
+from webhook.engine.core import Engine
+from webhook.model.facts import OfflineFacts
+from webhook.model.resource import Resource
+from webhook.inputs.sources import load_paths
 
 CORPUS = "/work/shared/corpus"
 CRDS = "/work/shared/crds"

@@ -5,8 +5,8 @@ gang-admission decides on `workload.podCount`, so a wrong count is a missed (or 
 
 import pytest
 
-from webhook.resource import Origin, Resource
-from webhook.workload import Classification, build_workload
+from webhook.model.resource import Origin, Resource
+from webhook.k8s.workload import Classification, build_workload
 
 POD = {"containers": [{"name": "c", "image": "i"}]}
 

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from webhook.policytest import find_test_files, run_test_file
+from webhook.app.policytest import find_test_files, run_test_file
 
 HERE = os.path.join(os.path.dirname(__file__), "policies")
 FILES = find_test_files([HERE])
@@ -20,7 +20,7 @@ def test_policy_cases(path):
 
 
 def test_every_builtin_policy_has_cases():
-    from webhook.policy import BUILTIN_POLICY_DIR, load_policies
+    from webhook.language.policy import BUILTIN_POLICY_DIR, load_policies
 
     covered = {os.path.basename(os.path.dirname(f)) for f in FILES}
     missing = sorted(p.id for p in load_policies([BUILTIN_POLICY_DIR]) if p.id not in covered)

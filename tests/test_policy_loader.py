@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from webhook.policy import BUILTIN_POLICY_DIR, PolicyLoadError, load_policies
+from webhook.language.policy import BUILTIN_POLICY_DIR, PolicyLoadError, load_policies
 
 GOOD = """\
 apiVersion: aiadmit.dev/v1alpha1

@@ -4,7 +4,7 @@ from fractions import Fraction
 
 import pytest
 
-from webhook.quantity import QuantityError, format_bytes, parse_quantity
+from webhook.model.quantity import QuantityError, format_bytes, parse_quantity
 
 
 @pytest.mark.parametrize("text, value", [

@@ -15,10 +15,10 @@ import pytest
 import yaml
 from jsonschema import Draft7Validator, FormatChecker
 
-from webhook.audit import audit_paths
-from webhook.engine import Engine
-from webhook.reports import FORMATS, render
-from webhook.reports.policyreport import build_reports
+from webhook.app.audit import audit_paths
+from webhook.engine.core import Engine
+from webhook.outputs.reports import FORMATS, render
+from webhook.outputs.reports.policyreport import build_reports
 
 HERE = os.path.dirname(__file__)
 CORPUS = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "corpus"))
@@ -321,8 +321,8 @@ def test_kubectl_kustomize_piped_into_audit(tmp_path):
 
 def _sarif_result_as_a_dict(finding, rule_index):
     """What a SARIF result holds, as a structure: the written text must be exactly its compact JSON encoding."""
-    from webhook.reports.location import locate
-    from webhook.reports.sarif import LEVELS, artifact_uri
+    from webhook.outputs.reports.location import locate
+    from webhook.outputs.reports.sarif import LEVELS, artifact_uri
 
     location, resource = locate(finding), finding.resource
     where = {"logicalLocations": [{
@@ -347,10 +347,10 @@ def _sarif_result_as_a_dict(finding, rule_index):
 
 
 def test_sarif_results_are_the_exact_json_of_their_structure_for_every_kind_of_origin(engine):
-    from webhook.findings import Finding
-    from webhook.reports.sarif import _result
-    from webhook.resource import Origin, Resource
-    from webhook.sources import load_text
+    from webhook.model.findings import Finding
+    from webhook.outputs.reports.sarif import _result
+    from webhook.model.resource import Origin, Resource
+    from webhook.inputs.sources import load_text
 
     text = ('apiVersion: v1\nkind: Pod\nmetadata: {name: "caf\\u00e9-\\"q\\"", namespace: ml}\n'
             'spec:\n  containers:\n    - {name: main, image: "img\\\\x"}\n')
@@ -374,7 +374,7 @@ def test_sarif_results_are_the_exact_json_of_their_structure_for_every_kind_of_o
 def _policyreport_result_as_a_dict(evaluation, finding, stamp):
     """What a PolicyReport result holds, as a structure (the `pass` of a policy that found nothing when
     `finding` is a policy id): the written text must be exactly its compact JSON encoding."""
-    from webhook.reports.policyreport import SEVERITY, report_namespace
+    from webhook.outputs.reports.policyreport import SEVERITY, report_namespace
 
     resource = evaluation.resource
     ref = {"apiVersion": resource.api_version, "kind": resource.kind, "name": resource.name}
@@ -402,10 +402,10 @@ def _policyreport_result_as_a_dict(evaluation, finding, stamp):
 
 
 def test_policyreport_results_are_the_exact_json_of_their_structure_for_every_kind_of_origin():
-    from webhook.findings import Evaluation, Finding
-    from webhook.reports.policyreport import results_for
-    from webhook.resource import Origin, Resource
-    from webhook.sources import load_text
+    from webhook.model.findings import Evaluation, Finding
+    from webhook.outputs.reports.policyreport import results_for
+    from webhook.model.resource import Origin, Resource
+    from webhook.inputs.sources import load_text
 
     text = ('apiVersion: v1\nkind: Pod\nmetadata: {name: "caf\\u00e9-\\"q\\"", namespace: ml, uid: 1234}\n'
             'spec:\n  containers:\n    - {name: main, image: "img\\\\x"}\n')

@@ -8,9 +8,9 @@ import textwrap
 
 import pytest
 
-from webhook.engine import Engine
-from webhook.policy import PolicyLoadError, load_policies
-from webhook.sources import load_text
+from webhook.engine.core import Engine
+from webhook.language.policy import PolicyLoadError, load_policies
+from webhook.inputs.sources import load_text
 
 POLICY = """\
 apiVersion: aiadmit.dev/v1alpha1

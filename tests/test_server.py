@@ -1,4 +1,4 @@
-"""webhook/server.py in process (Flask test client): every bad input and every exception path, never a 500."""
+"""webhook/app/server.py in process (Flask test client): every bad input and every exception path, never a 500."""
 
 import json
 import time
@@ -6,11 +6,11 @@ import time
 import pytest
 
 from serverproc import make_review, slow_configmap, write_slow_policy
-from webhook.engine import Engine
-from webhook.facts import NoFacts
-from webhook.metrics import Metrics
-from webhook.policy import load_policies
-from webhook.server import EngineSource, Settings, create_app
+from webhook.engine.core import Engine
+from webhook.model.facts import NoFacts
+from webhook.app.metrics import Metrics
+from webhook.language.policy import load_policies
+from webhook.app.server import EngineSource, Settings, create_app
 
 from test_admission import POLICY_FILES, gpu_pod
 

@@ -168,7 +168,7 @@ def test_logs_are_json_lines_with_the_uid(server):
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_tls_is_verified_and_modern(server):
-    from webhook.serving import server_context
+    from webhook.app.serving import server_context
 
     assert server_context(server.cert_file, server.key_file).minimum_version == ssl.TLSVersion.TLSv1_2
     with pytest.raises(ssl.SSLCertVerificationError):

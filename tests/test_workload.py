@@ -2,8 +2,8 @@
 
 import pytest
 
-from webhook.resource import Resource
-from webhook.workload import Classification, ShapeError, build_workload, kind_table
+from webhook.model.resource import Resource
+from webhook.k8s.workload import Classification, ShapeError, build_workload, kind_table
 
 GPU = {"name": "main", "image": "img", "resources": {"limits": {"nvidia.com/gpu": 1}}}
 CPU = {"name": "side", "image": "img"}

@@ -6,7 +6,7 @@ import os
 import pytest
 import yaml
 
-from webhook.yamlnodes import construct
+from webhook.inputs.yamlnodes import construct
 
 CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
 
@@ -76,7 +76,7 @@ def test_corpus_matches_safe_load():
 
 def test_memoised_resolution_keeps_quoting_apart():
     """The loader memoises tags by text and quoting: `yes` is a bool, `"yes"` stays a string, every time."""
-    from webhook.sources import load_text
+    from webhook.inputs.sources import load_text
 
     text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: 'yes', b: yes, c: '1', d: 1, e: on}\n"
     for _ in range(3):

@@ -1,3 +1,3 @@
-from .cli import entry
+from webhook.app.cli import entry
 
 entry()

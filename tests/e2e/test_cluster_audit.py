@@ -16,11 +16,11 @@ import sys
 import pytest
 import yaml
 
-from webhook.audit import audit_resources
-from webhook.clusteraudit import audit_cluster, connect
-from webhook.engine import Engine
-from webhook.facts import OfflineFacts
-from webhook.resource import Resource
+from webhook.app.audit import audit_resources
+from webhook.app.clusteraudit import audit_cluster, connect
+from webhook.engine.core import Engine
+from webhook.model.facts import OfflineFacts
+from webhook.model.resource import Resource
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,7 @@ from kubernetes import client
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: serverproc, test_admission
 
 from serverproc import make_review, start_server  # noqa: E402
-from webhook.livefacts import LiveFacts  # noqa: E402
+from webhook.inputs.livefacts import LiveFacts  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 

@@ -1,0 +1,129 @@
+"""`aiadmit audit PATH... | - | --cluster`: check manifests or a live cluster with the webhook's engine.
+
+Thin: options -> `webhook.app.audit` / `webhook.app.clusteraudit` -> `webhook.outputs.reports`.
+Exit codes: 0 clean, 1 findings at or above --fail-on, 2 unreadable input,
+bad options, or a cluster that could not be read.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from functools import partial
+
+from webhook.app.audit import audit_paths
+from webhook.app.forked import default_jobs
+from webhook.outputs.reports import FORMATS, fragment, render
+from webhook.outputs.reports.policyreport import DEFAULT_MAX_BYTES, DEFAULT_MAX_REPORTS, ETCD_LIMIT
+from webhook.inputs.sources import collector_paused
+from webhook.app.commands import add_engine_options
+from webhook.app.commands import load_engine
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "audit", help="check manifests (files, directories, - for stdin) or a live cluster",
+        description="Check Kubernetes manifests, or what runs in a cluster, against the policy bundle.")
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="file, directory (recursive) or - for stdin")
+    parser.add_argument("--format", "-f", choices=sorted(FORMATS), default="text")
+    parser.add_argument("--jobs", "-j", type=int, default=0, metavar="N",
+                        help="processes evaluating in parallel (default: one per available core; 1: none)")
+    parser.add_argument("--fail-on", choices=("deny", "warn", "never"), default="deny",
+                        help="lowest action that makes the exit code 1 (default deny)")
+    parser.add_argument("--policy", action="append", metavar="ID", help="only these policies (repeatable)")
+    parser.add_argument("--skip", action="append", metavar="ID", help="not these policies (repeatable)")
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                        help="colour the text format (auto: only on a terminal, and never with NO_COLOR set)")
+    add_engine_options(parser)
+    cluster = parser.add_argument_group("live cluster")
+    cluster.add_argument("--cluster", action="store_true", help="audit the objects in a cluster instead of files")
+    cluster.add_argument("--context", metavar="C", help="kubeconfig context (default: the current one)")
+    cluster.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    scope = cluster.add_mutually_exclusive_group()
+    scope.add_argument("--namespace", "-n", action="append", metavar="NS",
+                       help="only this namespace (repeatable; default: the context's namespace)")
+    scope.add_argument("--all-namespaces", "-A", action="store_true", help="every namespace")
+    cluster.add_argument("--include-owned", action="store_true",
+                         help="also audit objects a listed controller owns (a Deployment's ReplicaSets and Pods)")
+    cluster.add_argument("--page-size", type=int, default=500, metavar="N", help="list page size (default 500)")
+    cluster.add_argument("--apply-reports", action="store_true",
+                         help="with --format policyreport: write the reports into the cluster (create/replace, "
+                              "and delete aiadmit's stale ones in the audited namespaces)")
+    reports = parser.add_argument_group("policyreport format")
+    reports.add_argument("--max-report-bytes", type=int, default=DEFAULT_MAX_BYTES, metavar="N",
+                         help=f"split a namespace's results into reports of at most N bytes "
+                              f"(default {DEFAULT_MAX_BYTES}; etcd refuses objects over {ETCD_LIMIT})")
+    reports.add_argument("--max-reports", type=int, default=DEFAULT_MAX_REPORTS, metavar="N",
+                         help=f"at most N reports per namespace; beyond that results are summarised "
+                              f"(default {DEFAULT_MAX_REPORTS})")
+    parser.set_defaults(func=run, exit_at_once=True)  # see cli.entry: nothing to clean up after the report
+
+
+def _usage(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _color(choice: str) -> bool:
+    if choice == "auto":
+        return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    return choice == "always"
+
+
+def run(args) -> int:
+    if args.cluster:
+        return _run(args)
+    # A file audit builds what lives until its report is written, and the cyclic collector would only walk it
+    # again and again (a quarter of the SARIF report's time for 5,000 objects; bench/RESULTS.md).
+    with collector_paused():
+        return _run(args)
+
+
+def _run(args) -> int:
+    if args.cluster and args.paths:
+        return _usage("give PATHs or --cluster, not both")
+    if not args.cluster and not args.paths:
+        return _usage("nothing to audit: give PATHs (- for stdin) or --cluster")
+    if args.apply_reports and not (args.cluster and args.format == "policyreport"):
+        return _usage("--apply-reports needs --cluster and --format policyreport")
+    if not 10_000 <= args.max_report_bytes <= ETCD_LIMIT:
+        return _usage(f"--max-report-bytes must be between 10000 and {ETCD_LIMIT}")
+    if args.max_reports < 1 or args.page_size < 1:
+        return _usage("--max-reports and --page-size must be at least 1")
+    engine = load_engine(args)
+    if engine is None:
+        return 2
+    unknown = sorted((set(args.policy or []) | set(args.skip or [])) - set(engine.by_id))
+    if unknown:
+        return _usage(f"unknown policy id(s): {', '.join(unknown)} (see `aiadmit policies`)")
+    selection = {"policies": set(args.policy or []) or None, "skip": set(args.skip or []) or None,
+                 "jobs": args.jobs if args.jobs > 0 else default_jobs()}
+    options = {"color": _color(args.color), "fail_on": args.fail_on, "now": time.time(),
+               "max_bytes": args.max_report_bytes, "max_reports": args.max_reports}
+    api = None
+    if args.cluster:
+        from webhook.app.clusteraudit import ClusterError, Progress, audit_cluster, connect
+        try:
+            api, context, default_namespace = connect(args.context, args.kubeconfig)
+            namespaces = None if args.all_namespaces else (args.namespace or [default_namespace])
+            result = audit_cluster(engine, api, context, namespaces, include_owned=args.include_owned,
+                                   page_size=args.page_size, progress=Progress(), **selection)
+        except ClusterError as exc:
+            return _usage(f"cluster: {exc}")
+    else:
+        # Each object's part of the report is rendered by the worker that evaluated it, in parallel.
+        prepare = partial(fragment, args.format, engine=engine, **options)
+        result = audit_paths(engine, args.paths, one_shot=True, prepare=prepare, **selection)
+    sys.stdout.write(render(args.format, result, engine, fragments=result.prepared, **options))
+    if args.apply_reports:
+        from webhook.app.clusteraudit import apply_reports
+        from webhook.outputs.reports.policyreport import build_reports
+        reports = build_reports(result, engine, max_bytes=args.max_report_bytes, max_reports=args.max_reports,
+                                now=options["now"])  # the very objects printed above
+        problems = apply_reports(api, reports, namespaces, log=lambda line: print(line, file=sys.stderr))
+        for problem in problems:
+            print(f"error: applying reports: {problem}", file=sys.stderr)
+        if problems:
+            return 2
+    return result.exit_code(args.fail_on)

@@ -1,0 +1,71 @@
+"""`aiadmit fix PATH...`: apply the bundle's mutations to YAML files in place (what the mutating webhook adds).
+
+Exit codes: 0 nothing to do or every change written; 1 with --check when
+something would change; 2 unreadable input or a document that could not be
+rewritten faithfully (that file is left untouched). A mutation the engine
+could not evaluate is a warning, as the webhook admits with a warning too.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from webhook.app.commands import add_engine_options
+from webhook.app.commands import load_engine
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "fix", help="add what the mutating policies add (shm volume, priority class, ...) to YAML files in place",
+        description="Apply the policy bundle's mutations to manifests, preserving comments, key order, quoting "
+                    "and document separators. Only documents that change are rewritten.")
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="file or directory (recursive)")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file would change")
+    parser.add_argument("--diff", action="store_true", help="print a unified diff of each change")
+    parser.add_argument("--policy", action="append", metavar="ID", help="only these policies' mutations")
+    parser.add_argument("--skip", action="append", metavar="ID", help="not these policies' mutations")
+    parser.add_argument("--quiet", "-q", action="store_true", help="print only errors (and diffs)")
+    add_engine_options(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if "-" in args.paths:
+        print("error: fix rewrites files in place; it cannot read stdin", file=sys.stderr)
+        return 2
+    engine = load_engine(args)
+    if engine is None:
+        return 2
+    unknown = sorted((set(args.policy or []) | set(args.skip or [])) - set(engine.by_id))
+    if unknown:
+        print(f"error: unknown policy id(s): {', '.join(unknown)} (see `aiadmit policies`)", file=sys.stderr)
+        return 2
+    from webhook.outputs.fix import fix_paths  # ruamel.yaml: only the fixer needs it
+
+    results = fix_paths(engine, args.paths, write=not args.check, policies=set(args.policy or []) or None,
+                        skip=set(args.skip or []) or None)
+    changed = errors = 0
+    for result in results:
+        for error in result.errors:
+            where = f"{error.file}:{error.line}:{error.column}" if error.line else error.file
+            print(f"{where}: error {error.message}", file=sys.stderr)
+        for warning in result.warnings:
+            print(f"{warning.file}:{warning.line}:{warning.column}: warning {warning.message}", file=sys.stderr)
+        errors += bool(result.errors)
+        if not result.changed:
+            continue
+        changed += 1
+        if args.diff:
+            sys.stdout.write(result.diff())
+        if not args.quiet:
+            verb = "would fix" if args.check else "fixed"
+            for resource, operations in result.operations.items():
+                policies = ", ".join(dict.fromkeys(policy for policy, _ in operations))
+                print(f"{result.path}: {verb} {resource}: {len(operations)} addition(s) by {policies}",
+                      file=sys.stderr)
+    if not args.quiet:
+        verb = "would be changed" if args.check else "changed"
+        print(f"{len(results)} files checked, {changed} {verb}, {errors} with errors", file=sys.stderr)
+    if errors:
+        return 2
+    return 1 if args.check and changed else 0

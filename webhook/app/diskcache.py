@@ -1,0 +1,147 @@
+"""What the command line keeps on disk between runs, the way Python keeps `.pyc` files.
+
+Two things are worth keeping, both measured (bench/RESULTS.md):
+
+- **Compiled CEL programs.** Python's own `compile()` of the generated source
+  is most of what a program costs to build (the built-in bundle's ~270
+  programs are ~0.9 MB of Python: 0.10 s, against 0.035 s to parse CEL and
+  generate the source). A one-shot `aiadmit audit` or pre-commit hook paid it
+  in every process, each worker of a parallel audit again; reading the
+  marshalled code back costs about 5 µs a program.
+- **What checks found.** Checking the bundle's policies and the config against
+  their JSON Schema costs 0.025 s, and importing `jsonschema` to do it 0.05 s;
+  checking every CEL expression with the reference library 0.02 s, and loading
+  it 0.01 s: on every run, for files that rarely change. A document whose exact
+  text passed the exact schema passes again, and an expression the same checker
+  accepted is accepted again with the same variables: that is all that is kept.
+
+Keys are digests of everything the result depends on (the generated source; the
+document's text, the schema's, the checker's installation), in a directory named
+after the interpreter's bytecode magic number, so a changed policy, compiler,
+schema or Python simply misses. A code entry starts with the digest of its
+payload and is ignored when it does not match (a torn write). Only the command
+line uses the cache: the webhook checks and compiles everything once at start
+and loads no code from a writable directory. A failure to read or write turns
+the cache off for the process; it never becomes an error for the user.
+
+Location: `$AIADMIT_CACHE_DIR`, else `$XDG_CACHE_HOME/aiadmit`, else
+`~/.cache/aiadmit`; `AIADMIT_NO_CACHE=1` turns it off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import marshal
+import os
+from types import CodeType
+from typing import Optional
+
+from webhook.outputs.atomicfile import write_atomic
+
+_DIGEST = 32  # sha256
+
+
+class DiskCache:
+    """Code objects by the source they were compiled from, and digests of what passed a check; a file each."""
+
+    def __init__(self, directory: str):
+        self.directory = directory
+        self.enabled = True
+        self.hits = 0
+        self.misses = 0
+
+    def _path(self, kind: str, *parts: str) -> str:
+        digest = hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+        return os.path.join(self.directory, kind, digest[:2], digest[2:])
+
+    # ------------------------------------------------------------------ compiled programs
+    def compile(self, python: str, filename: str) -> CodeType:
+        """`compile(python, filename, "exec")`, from the cache when it holds it; stored when it did not."""
+        path = self._path("code", filename, python) if self.enabled else None
+        if path is not None:
+            code = self._read_code(path)
+            if code is not None:
+                self.hits += 1
+                return code
+        code = compile(python, filename, "exec")
+        if path is not None:
+            self.misses += 1
+            payload = marshal.dumps(code)
+            self._write(path, hashlib.sha256(payload).digest() + payload)
+        return code
+
+    def _read_code(self, path: str) -> Optional[CodeType]:
+        data = self._read(path)
+        if data is None:
+            return None
+        digest, payload = data[:_DIGEST], data[_DIGEST:]
+        if len(digest) != _DIGEST or hashlib.sha256(payload).digest() != digest:
+            return None  # torn or foreign: compiled again and overwritten
+        try:
+            code = marshal.loads(payload)
+        except (ValueError, EOFError, TypeError):
+            return None
+        return code if isinstance(code, CodeType) else None
+
+    # ------------------------------------------------------------------ what a check found
+    def recall(self, *key: str) -> Optional[bytes]:
+        """What was remembered under `key` (all the inputs of a check, as text), or None."""
+        return self._read(self._path("known", *key)) if self.enabled else None
+
+    def remember(self, *key: str, data: bytes = b"") -> None:
+        if self.enabled:
+            self._write(self._path("known", *key), data)
+
+    # ------------------------------------------------------------------ files
+    def _read(self, path: str) -> Optional[bytes]:
+        try:
+            with open(path, "rb") as handle:
+                return handle.read()
+        except FileNotFoundError:
+            return None
+        except OSError:
+            self.enabled = False
+            return None
+
+    def _write(self, path: str, data: bytes) -> None:
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            write_atomic(path, data, 0o600, durable=False)
+        except OSError:
+            self.enabled = False  # read-only home, full disk: run without the cache
+
+
+_ACTIVE: Optional[DiskCache] = None
+
+
+def activate(cache: Optional[DiskCache]) -> None:
+    """Use `cache` in this process from now on (the command line does); None: no cache."""
+    global _ACTIVE
+    _ACTIVE = cache
+
+
+def active() -> Optional[DiskCache]:
+    return _ACTIVE
+
+
+def package_identity(name: str) -> str:
+    """Which installation of a package a check ran with: its location and when its files were written (a
+    reinstall or upgrade changes it), found without importing it."""
+    spec = importlib.util.find_spec(name)
+    origin = spec.origin if spec is not None and spec.origin else "?"
+    try:
+        return f"{origin}@{os.stat(origin).st_mtime_ns}"
+    except OSError:
+        return origin
+
+
+def default_directory() -> Optional[str]:
+    """Where the command line keeps its cache, or None when the cache is turned off."""
+    if os.environ.get("AIADMIT_NO_CACHE", "") not in ("", "0"):
+        return None
+    base = os.environ.get("AIADMIT_CACHE_DIR")
+    if not base:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = os.path.join(xdg, "aiadmit")
+    return os.path.join(base, "cpython-" + importlib.util.MAGIC_NUMBER.hex())

@@ -1,0 +1,114 @@
+"""Auditing many files on every core: each worker loads and evaluates its own files.
+
+Loading (libyaml plus Python object building) and evaluating are both
+CPU-bound Python, so one process uses one core. Files are independent except
+for the cluster facts an offline audit takes from the whole input (Namespaces,
+ResourceQuotas, PriorityClasses, RuntimeClasses). Those kinds are rare, so the
+parent finds the files that may hold them with a cheap text scan (a superset:
+a false hit only costs loading that file twice), loads just those to build the
+facts, then forks workers that each load and evaluate a contiguous share of the
+files and send back plain findings with their line and column already resolved.
+An HPA in the input needs its target, which may be in any file: then the audit
+runs in one process, as it would without `--jobs`.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+from typing import Any, Callable, Optional
+
+from webhook.engine.core import Engine
+from webhook.model.facts import OfflineFacts
+from webhook.model.findings import Evaluation
+from webhook.app.forked import can_fork, fork_map, payload, rebuild, shared
+from webhook.model.resource import Origin, Resource
+from webhook.inputs.sources import Loaded, load_text, read_text
+
+# A file worth more than this many bytes of text per process before forking pays.
+MIN_BYTES_PER_JOB = 128 * 1024
+_DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
+_FACT_NAMES = ("Namespace", "ResourceQuota", "PriorityClass", "RuntimeClass", "HorizontalPodAutoscaler")
+_FACT_KIND = re.compile(r"""\bkind["']?\s*:\s*(?:!!str\s+)?["']?"""
+                        r"""(Namespace|ResourceQuota|PriorityClass|RuntimeClass|HorizontalPodAutoscaler)\b""")
+
+
+def _fact_documents(text: str, path: str) -> list[Resource]:
+    """The resources of just those documents of a file that may be facts; the rest are the workers' to load.
+
+    Files that hold a Namespace usually hold the workload too: loading only the
+    documents the kind scan hits (split at `---` lines, which cannot occur inside
+    a document) spares the parent most of the YAML. Positions do not matter here:
+    facts are read, never reported on.
+    """
+    bounds = [0] + [match.start() for match in _DOCUMENT_START.finditer(text)] + [len(text)]
+    out: list[Resource] = []
+    for begin, end in zip(bounds, bounds[1:]):
+        if end > begin and _FACT_KIND.search(text, begin, end):
+            out += load_text(text[begin:end], path).resources
+    return out
+
+
+def _summary(resource: Resource) -> dict:
+    """What reports read of an object that is not in this process: its identity."""
+    meta = resource.metadata
+    keep = {k: meta[k] for k in ("name", "generateName", "namespace", "uid") if k in meta}
+    return {"apiVersion": resource.obj.get("apiVersion"), "kind": resource.obj.get("kind"), "metadata": keep}
+
+
+def _work(bounds: tuple[int, int]) -> list[tuple]:
+    gc.disable()  # what a file allocates dies with it, by reference counting; see sources.collector_paused
+    engine, facts, files, prepare, (policies, skip) = shared()
+    out = []
+    for path, text in files[bounds[0]:bounds[1]]:
+        loaded = load_text(text, path)
+        evaluations = []
+        for resource in loaded.resources:
+            evaluation = engine.evaluate(resource, facts).narrow(policies, skip)
+            positions = {f.pointer: f.position() for f in evaluation.findings}
+            resource.origin.positions, resource.origin.node = positions, None  # `prepare` looks them up too
+            evaluations.append((_summary(resource), resource.origin.document, positions, payload(evaluation),
+                                prepare(evaluation) if prepare is not None else None))
+        out.append((loaded.errors, loaded.skipped, evaluations))
+    return out
+
+
+def audit_files(engine: Engine, files: list[str], jobs: int, prepare: Optional[Callable[[Evaluation], Any]] = None,
+                narrow: tuple = (None, None)) -> Optional[tuple[Loaded, list[Evaluation], Optional[list]]]:
+    """(load errors and skips, evaluations, what `prepare` made of each) in the order one process would give;
+    None when not worth forking. Evaluations are narrowed to `narrow` (--policy, --skip) before `prepare`."""
+    if jobs <= 1 or "-" in files or not can_fork():
+        return None
+    read_errors, texts = [], []
+    for path in files:
+        text, error = read_text(path)
+        if error is not None:
+            read_errors.append((path, error))
+        else:
+            texts.append((path, text))
+    if sum(len(text) for _, text in texts) < MIN_BYTES_PER_JOB * jobs:
+        return None
+    fact_resources = []
+    for path, text in texts:
+        if any(name in text for name in _FACT_NAMES):  # substrings first: 10x cheaper than the kind pattern
+            fact_resources += _fact_documents(text, path)
+    if any(r.kind == "HorizontalPodAutoscaler" for r in fact_resources):
+        return None  # its target may be in any file: only one process sees them all
+    facts = OfflineFacts(fact_resources)
+
+    results = iter(fork_map((engine, facts, texts, prepare, narrow), _work, len(texts), jobs))
+
+    loaded, evaluations, prepared = Loaded(), [], []
+    errors_by_path = dict(read_errors)
+    for path in files:  # the order of a sequential run: file by file
+        if path in errors_by_path:
+            loaded.errors.append(errors_by_path[path])
+            continue
+        load_errors, skipped, evaluated = next(results)
+        loaded.errors += load_errors
+        loaded.skipped += skipped
+        for summary, document, positions, data, made in evaluated:
+            evaluations.append(rebuild(Resource(summary, Origin(file=path, document=document, positions=positions)),
+                                       data))
+            prepared.append(made)
+    return loaded, evaluations, prepared if prepare is not None else None

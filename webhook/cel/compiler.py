@@ -1,0 +1,396 @@
+"""CEL compiled to Python functions that read the admission objects where they are.
+
+Why: the reference CEL library (Rust, `common-expression-language`) converts
+every bound value into its own representation and copies whatever a field
+selection or a comprehension touches; for a GPU pod that was most of the
+evaluation time (bench/RESULTS.md). Here an expression becomes the source of
+one Python function over the plain dicts and lists the YAML or JSON decoder
+produced, compiled once by Python itself: binding a variable is a dict store,
+a field selection is a dict lookup behind a type check, a comprehension is a
+`for` loop whose variable is a local.
+
+The semantics are CEL's (webhook/celruntime.py) and are pinned to the
+reference library by tests/test_celnative.py over every built-in expression
+and the whole corpus. Errors are exceptions; `&&`, `||`, `all` and `exists`
+absorb one when another operand decides the answer, as the specification
+says. An expression that needs CEL this compiler does not implement
+(timestamps, durations, message construction, ...) raises Unsupported at
+compile time, and webhook/cel/environment.py runs it on the reference library instead.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Mapping
+
+from webhook.cel import runtime as rt
+from webhook.cel.parser import parse
+from webhook.cel.runtime import TYPES, Unsupported
+
+_MACROS = ("all", "exists", "exists_one", "map", "filter")
+_HELPERS = {
+    "_eq": rt.equals, "_less": rt.less, "_add": rt.add, "_arith": rt.arith, "_in": rt.contains,
+    "_sel": rt.select, "_idx": rt.index, "_fail": rt.fail, "_overload": rt.overload, "_neg": rt.negate,
+    "_has": rt.has_field, "_iter": rt.iterable, "_map": rt.make_map, "_translate": rt.translate,
+}
+BUILTINS: dict[str, tuple[int, Callable]] = {
+    "size": (1, rt.size),
+    "int": (1, rt.to_int),
+    "uint": (1, rt.to_uint),
+    "double": (1, rt.to_double),
+    "string": (1, rt.to_string),
+    "dyn": (1, lambda value: value),
+    "type": (1, rt.type_of),
+    "startsWith": (2, rt.string_method("startsWith")),
+    "endsWith": (2, rt.string_method("endsWith")),
+    "contains": (2, rt.string_method("contains")),
+}
+
+
+class Program:
+    """A compiled expression: `execute(activation)` evaluates it over a mapping of variable names to values."""
+
+    __slots__ = ("source", "execute", "python")
+
+    def __init__(self, source: str, function: Callable[[Mapping], Any], python: str):
+        self.source = source
+        self.execute = function
+        self.python = python  # the generated source, for whoever debugs a rule
+
+
+def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = None) -> Program:
+    """Compile `source`; ParseError if it is not CEL, Unsupported if it needs the reference library.
+
+    `cache` (webhook/app/diskcache.py) may answer Python's compile of the generated source from disk.
+    """
+    generator = _Generator(functions)
+    body: list[str] = []
+    try:
+        result = generator.value(fold(parse(source)), body, "        ", {})
+    except RecursionError:
+        raise Unsupported("too deeply nested for the native compiler") from None
+    free = frozenset(generator.free)
+    python = "\n".join([
+        "def cel(A):",
+        "    try:",
+        *body,
+        f"        return {result}",
+        "    except Exception as _exc:",
+        "        raise _translate(_exc, A, _FREE) from None",
+    ])
+    namespace = dict(_HELPERS, **generator.constants, _FREE=free)
+    try:
+        filename = f"<cel {source[:60]!r}>"
+        code = cache.compile(python, filename) if cache is not None else compile(python, filename, "exec")
+    except (SyntaxError, RecursionError) as exc:  # e.g. more nested blocks than Python allows
+        raise Unsupported(f"too deeply nested for the native compiler: {exc}") from None
+    exec(code, namespace)  # our own generated source, built from a parsed tree: no user text is executed
+    return Program(source, namespace["cel"], python)
+
+
+def fold(node: tuple) -> tuple:
+    """Constant list and map literals (the inlined params) become values built once, not at every run.
+
+    Safe because evaluation never changes a value in place: comprehensions
+    build new lists, and the engine copies a mutation's value before patching.
+    """
+    kind = node[0]
+    if kind == "list":
+        items = tuple(fold(item) for item in node[1])
+        if all(item[0] == "lit" for item in items):
+            return ("lit", [item[1] for item in items])
+        return ("list", items)
+    if kind == "map":
+        entries = tuple((fold(k), fold(v)) for k, v in node[1])
+        if all(k[0] == "lit" and v[0] == "lit" for k, v in entries):
+            keys = [k[1] for k, _ in entries]
+            if all(type(k) is str for k in keys) and len(set(keys)) == len(keys):
+                return ("lit", {k[1]: v[1] for k, v in entries})
+        return ("map", entries)
+    if kind == "select":
+        operand = fold(node[1])
+        if operand[0] == "lit" and type(operand[1]) is dict and node[2] in operand[1]:
+            return ("lit", operand[1][node[2]])
+        return ("select", operand, node[2])
+    if kind == "index":
+        operand, key = fold(node[1]), fold(node[2])
+        if operand[0] == "lit" and type(operand[1]) is dict and key[0] == "lit" and type(key[1]) is str \
+                and key[1] in operand[1]:
+            return ("lit", operand[1][key[1]])
+        return ("index", operand, key)
+    if kind == "call":
+        return ("call", node[1], None if node[2] is None else fold(node[2]), tuple(fold(a) for a in node[3]))
+    if kind in ("not", "neg"):
+        return (kind, fold(node[1]))
+    if kind == "binary":
+        return ("binary", node[1], fold(node[2]), fold(node[3]))
+    if kind in ("and", "or"):
+        return (kind, tuple(fold(n) for n in node[1]))
+    if kind == "cond":
+        return ("cond", fold(node[1]), fold(node[2]), fold(node[3]))
+    return node
+
+
+_IN = "    "
+
+
+def _literal_type(node: tuple) -> type | None:
+    """The Python type of a literal node (bool is not an int here), None for anything computed."""
+    return type(node[1]) if node[0] == "lit" else None
+
+
+class _Generator:
+    """Emits statements into a list of lines and answers, for each node, a Python expression of its value.
+
+    `value(node, out, indent, scope)` may append statements (at `indent`) that
+    must run before the expression it returns; `scope` maps comprehension
+    variables to the Python locals that carry them.
+    """
+
+    def __init__(self, functions: Mapping[str, Callable]):
+        self.functions = functions
+        self.free: set[str] = set()
+        self.constants: dict[str, Any] = {}
+        self.count = 0
+
+    def name(self, prefix: str = "t") -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def constant(self, value: Any) -> str:
+        name = self.name("k")
+        self.constants[name] = value
+        return name
+
+    def value(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        return getattr(self, "_" + node[0])(node, out, indent, scope)
+
+    def atom(self, node: tuple, out: list, indent: str, scope: dict, literal: bool = True) -> str:
+        """The node's value as a name, or as a literal if `literal`: safe to mention twice.
+
+        Code that tests the value with `is True` asks for a name (`literal=False`):
+        Python warns on `1 is True`.
+        """
+        text = self.value(node, out, indent, scope)
+        if text.isidentifier() and text not in ("True", "False", "None"):
+            return text
+        if literal and node[0] == "lit":
+            return text
+        temporary = self.name()
+        out.append(f"{indent}{temporary} = {text}")
+        return temporary
+
+    # leaves
+    def _lit(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        value = node[1]
+        kind = type(value)
+        if kind in (bool, str, bytes, int) or value is None:
+            return repr(value)
+        if kind is float and math.isfinite(value):
+            return repr(value)
+        return self.constant(value)  # uint, list, map, type, non-finite double
+
+    def _ident(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        name = node[1]
+        if name in scope:
+            return scope[name]
+        if name in TYPES:  # `list` is a type unless a variable of that name is bound
+            return f"A.get({name!r}, {self.constant(TYPES[name])})"
+        self.free.add(name)
+        return f"A[{name!r}]"
+
+    # access
+    def _path(self, node: tuple, out: list, indent: str, scope: dict) -> str | None:
+        """`container.resources.requests["cpu"]`: walked step by step into one local."""
+        steps = []
+        while True:
+            if node[0] == "select":
+                steps.append(node[2])
+            elif node[0] == "index" and node[2][0] == "lit" and type(node[2][1]) in (str, int):
+                steps.append(node[2][1])
+            else:
+                break
+            node = node[1]
+        if not steps:
+            return None
+        local = self.name()
+        out.append(f"{indent}{local} = {self.value(node, out, indent, scope)}")
+        for step in reversed(steps):
+            if type(step) is str:
+                out.append(f"{indent}{local} = {local}[{step!r}] if type({local}) is dict else _sel({local}, {step!r})")
+            elif step >= 0:
+                out.append(f"{indent}{local} = {local}[{step}] if type({local}) is list else _idx({local}, {step})")
+            else:
+                out.append(f"{indent}{local} = _idx({local}, {step})")
+        return local
+
+    def _select(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        return self._path(node, out, indent, scope)
+
+    def _index(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        path = self._path(node, out, indent, scope)
+        if path is not None:
+            return path
+        operand = self.atom(node[1], out, indent, scope)
+        return f"_idx({operand}, {self.atom(node[2], out, indent, scope)})"
+
+    # operators
+    def _not(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        operand = self.atom(node[1], out, indent, scope, literal=False)
+        return f"(False if {operand} is True else True if {operand} is False else _fail(_overload('!', {operand})))"
+
+    def _neg(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        return f"_neg({self.atom(node[1], out, indent, scope)})"
+
+    def _binary(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        _, op, left_node, right_node = node
+        left = self.atom(left_node, out, indent, scope)
+        right = self.atom(right_node, out, indent, scope)
+        if op in ("==", "!="):
+            for this, that in ((left_node, right), (right_node, left)):
+                if this[0] == "lit" and type(this[1]) is str:  # `x == "Memory"`: the common case, inline
+                    test = f"(type({that}) is str and {that} == {this[1]!r})"
+                    return test if op == "==" else f"(not {test})"
+            test = f"_eq({left}, {right})"
+            return test if op == "==" else f"(not {test})"
+        if op in ("<", "<=", ">", ">="):
+            checks = [f"(type({text}) is float or type({text}) is int)" for text, operand in
+                      ((left, left_node), (right, right_node)) if _literal_type(operand) not in (int, float)]
+            if not checks:
+                return f"({left} {op} {right})"
+            return f"(({left} {op} {right}) if {' and '.join(checks)} else _less({left}, {right}, {op!r}))"
+        if op == "in":
+            checks = [f"type({right}) is dict"] + ([] if _literal_type(left_node) is str else [f"type({left}) is str"])
+            return f"(({left} in {right}) if {' and '.join(checks)} else _in({right}, {left}))"
+        if op == "+":
+            return f"_add({left}, {right})"
+        if op == "*":
+            checks = [f"type({text}) is float" for text, operand in ((left, left_node), (right, right_node))
+                      if _literal_type(operand) is not float]
+            if not checks:
+                return f"({left} * {right})"
+            return f"(({left} * {right}) if {' and '.join(checks)} else _arith('*', {left}, {right}))"
+        return f"_arith({op!r}, {left}, {right})"
+
+    def _and(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        return self._logical(node[1], False, "&&", out, indent, scope)
+
+    def _or(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        return self._logical(node[1], True, "||", out, indent, scope)
+
+    def _logical(self, operands: tuple, decisive: bool, op: str, out: list, indent: str, scope: dict) -> str:
+        """`&&` (decisive: False) or `||` (decisive: True) over a chain, with CEL's error absorption.
+
+        Operands run in order until one is decisive; an error or a non-boolean
+        met before that is raised only if none is. The operands sit one after
+        the other, each behind `if result is None`, so a long chain nests no blocks.
+        """
+        result, error = self.name("r"), self.name("e")
+        out.append(f"{indent}{result} = None")
+        out.append(f"{indent}{error} = None")
+        for position, operand in enumerate(operands):
+            inner = indent
+            if position:
+                out.append(f"{indent}if {result} is None:")
+                inner = indent + _IN
+            value = self.name()
+            out.append(f"{inner}try:")
+            text = self.value(operand, out, inner + _IN, scope)
+            out.append(f"{inner + _IN}{value} = {text}")
+            out.append(f"{inner}except Exception as _exc:")
+            out.append(f"{inner + _IN}if {error} is None: {error} = _exc")
+            out.append(f"{inner}else:")
+            out.append(f"{inner + _IN}if {value} is {decisive}: {result} = {decisive}")
+            out.append(f"{inner + _IN}elif {value} is not {not decisive} and {error} is None: "
+                       f"{error} = _overload({op!r}, {value})")
+        out.append(f"{indent}if {result} is None:")
+        out.append(f"{indent + _IN}if {error} is not None: raise {error}")
+        out.append(f"{indent + _IN}{result} = {not decisive}")
+        return result
+
+    def _cond(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        test = self.atom(node[1], out, indent, scope, literal=False)
+        result = self.name("r")
+        out.append(f"{indent}if {test} is True:")
+        out.append(f"{indent + _IN}{result} = {self.value(node[2], out, indent + _IN, scope)}")
+        out.append(f"{indent}elif {test} is False:")
+        out.append(f"{indent + _IN}{result} = {self.value(node[3], out, indent + _IN, scope)}")
+        out.append(f"{indent}else:")
+        out.append(f"{indent + _IN}raise _overload('?:', {test})")
+        return result
+
+    # literals with parts
+    def _list(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        return "[" + ", ".join(self.atom(item, out, indent, scope) for item in node[1]) + "]"
+
+    def _map(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        entries = [(self.atom(k, out, indent, scope), self.atom(v, out, indent, scope)) for k, v in node[1]]
+        keys = [k for k, _ in node[1]]
+        if all(k[0] == "lit" and type(k[1]) is str for k in keys) and len({k[1] for k in keys}) == len(keys):
+            return "{" + ", ".join(f"{k}: {v}" for k, v in entries) + "}"
+        return "_map([" + ", ".join(f"({k}, {v})" for k, v in entries) + "])"
+
+    # calls and macros
+    def _call(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        _, name, target, args = node
+        if name == "has" and target is None:
+            if len(args) != 1 or args[0][0] != "select":
+                raise Unsupported("has() of something other than a field selection")
+            operand = self.atom(args[0][1], out, indent, scope)
+            field = args[0][2]
+            return f"(({field!r} in {operand}) if type({operand}) is dict else _has({operand}, {field!r}))"
+        if name in _MACROS and target is not None:
+            return self._macro(name, target, args, out, indent, scope)
+        arguments = ((target,) if target is not None else ()) + args
+        if name in BUILTINS and BUILTINS[name][0] == len(arguments):
+            function = BUILTINS[name][1]
+        elif name in self.functions:
+            function = self.functions[name]
+        else:
+            raise Unsupported(f"function {name!r}")
+        values = [self.atom(argument, out, indent, scope) for argument in arguments]
+        return f"{self.constant(function)}({', '.join(values)})"
+
+    def _macro(self, name: str, target: tuple, args: tuple, out: list, indent: str, scope: dict) -> str:
+        arity = 3 if name == "map" and len(args) == 3 else 2
+        if len(args) != arity or args[0][0] != "ident":
+            raise Unsupported(f"{name}() without a variable name")
+        items = self.name("i")
+        out.append(f"{indent}{items} = _iter({self.value(target, out, indent, scope)}, {name!r})")
+        variable = self.name("v")
+        inner_scope = dict(scope, **{args[0][1]: variable})
+        body = indent + _IN
+        result = self.name("r")
+        if name in ("all", "exists"):
+            decisive = name == "exists"
+            error, value = self.name("e"), self.name()
+            out.append(f"{indent}{result} = {not decisive}")
+            out.append(f"{indent}{error} = None")
+            out.append(f"{indent}for {variable} in {items}:")
+            out.append(f"{body}try:")
+            text = self.value(args[1], out, body + _IN, inner_scope)
+            out.append(f"{body + _IN}{value} = {text}")
+            out.append(f"{body}except Exception as _exc:")
+            out.append(f"{body + _IN}if {error} is None: {error} = _exc")
+            out.append(f"{body + _IN}continue")
+            out.append(f"{body}if {value} is {decisive}:")
+            out.append(f"{body + _IN}{result} = {decisive}")
+            out.append(f"{body + _IN}break")
+            out.append(f"{body}if {value} is not {not decisive} and {error} is None: "
+                       f"{error} = _overload({name!r}, {value})")
+            out.append(f"{indent}else:")
+            out.append(f"{body}if {error} is not None: raise {error}")
+            return result
+        out.append(f"{indent}{result} = {0 if name == 'exists_one' else []}")
+        out.append(f"{indent}for {variable} in {items}:")
+        if name == "map" and arity == 3:
+            keep = self.atom(args[1], out, body, inner_scope, literal=False)
+            out.append(f"{body}if {keep} is False: continue")
+            out.append(f"{body}if {keep} is not True: raise _overload('map', {keep})")
+        if name == "map":
+            out.append(f"{body}{result}.append({self.value(args[-1], out, body, inner_scope)})")
+            return result
+        keep = self.atom(args[1], out, body, inner_scope, literal=False)
+        out.append(f"{body}if {keep} is True: {result} {'+= 1' if name == 'exists_one' else f'.append({variable})'}")
+        out.append(f"{body}elif {keep} is not False: raise _overload({name!r}, {keep})")
+        return f"({result} == 1)" if name == "exists_one" else result

@@ -1,0 +1,358 @@
+"""CEL values and their operators, as the Python code webhook/cel/compiler.py generates calls them.
+
+Values are CEL's, carried as the plain Python values the YAML and JSON
+decoders produce: int, uint (UInt), double (float), string, bytes, bool, null
+(None), list, map (dict). Arithmetic needs operands of one type (`1 + 1.0` is
+an error) and int arithmetic errors on 64-bit overflow; equality and ordering
+compare numbers across int/uint/double, and values of other different types
+are simply not equal. A missing key, a wrong type, a division by zero raise
+EvalError (or a Python lookup error the generated code translates).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable
+
+from webhook.cel.parser import INT64_MAX, INT64_MIN, UINT64_MAX, UInt
+
+_NUMBERS = (int, float, UInt)
+_INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: Python's int() would also take "1_000" and " 1"
+_DOUBLE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:[iI]nf(?:inity)?|NaN|nan)")
+_KEYS = (str, int, bool, UInt)
+
+
+class CelType:
+    """A CEL type as a value: what `type(x)` answers and what the names `int`, `list`, ... denote."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+TYPES = {name: CelType(name) for name in
+         ("bool", "int", "uint", "double", "string", "bytes", "null_type", "list", "map", "type")}
+_TYPE_OF = {bool: TYPES["bool"], int: TYPES["int"], UInt: TYPES["uint"], float: TYPES["double"],
+            str: TYPES["string"], bytes: TYPES["bytes"], type(None): TYPES["null_type"], list: TYPES["list"],
+            dict: TYPES["map"], CelType: TYPES["type"]}
+
+
+_SIMPLE = (str, int, float, bool, type(None), bytes, UInt, CelType)
+
+
+def type_of(value: Any) -> CelType:
+    found = _TYPE_OF.get(type(value))
+    if found is None:
+        raise EvalError(f"a value of Python type {type(value).__name__} has no CEL type")
+    return found
+
+
+class EvalError(Exception):
+    """A CEL evaluation error: an error value that reached the top of the expression."""
+
+
+class Unsupported(Exception):
+    """The expression uses CEL this compiler does not implement; the reference library runs it."""
+
+
+def overload(name: str, *values: Any) -> EvalError:
+    kinds = ", ".join(_type_name(v) for v in values)
+    return EvalError(f"no such overload: {name}({kinds})")
+
+
+def _type_name(value: Any) -> str:
+    found = _TYPE_OF.get(type(value))
+    return found.name if found is not None else type(value).__name__
+
+
+# ---------------------------------------------------------------- value semantics
+def equals(a: Any, b: Any) -> bool:
+    """CEL equality: numbers compare across int/uint/double, other types never equal each other."""
+    ta, tb = type(a), type(b)
+    if ta is tb and ta in _SIMPLE:
+        return a == b
+    if ta in _NUMBERS and tb in _NUMBERS:
+        return a == b
+    if ta is list and tb is list:
+        return len(a) == len(b) and all(equals(x, y) for x, y in zip(a, b))
+    if ta is dict and tb is dict:
+        if len(a) != len(b):
+            return False
+        for key, value in a.items():
+            other = _lookup(b, key)
+            if other is _MISSING or not equals(value, other):
+                return False
+        return True
+    return False
+
+
+_MISSING = object()
+
+
+def _lookup(mapping: dict, key: Any) -> Any:
+    """mapping[key] with CEL key equality (1 and 1u and 1.0 name the same key; true does not)."""
+    found = mapping.get(key, _MISSING)
+    if found is not _MISSING and type(key) is not bool and not any(type(k) is bool for k in mapping):
+        return found
+    for candidate, value in mapping.items():
+        if equals(candidate, key):
+            return value
+    return _MISSING
+
+
+def less(a: Any, b: Any, op: str) -> bool:
+    ta, tb = type(a), type(b)
+    if (ta is tb and ta in (str, int, float, bytes, bool, UInt)) or (ta in _NUMBERS and tb in _NUMBERS):
+        if op == "<":
+            return a < b
+        if op == "<=":
+            return a <= b
+        if op == ">":
+            return a > b
+        return a >= b
+    raise overload(op, a, b)
+
+
+def _int(value: int) -> int:
+    if INT64_MIN <= value <= INT64_MAX:
+        return value
+    raise EvalError("int overflow")
+
+
+def _uint(value: int) -> UInt:
+    if 0 <= value <= UINT64_MAX:
+        return UInt(value)
+    raise EvalError("uint overflow")
+
+
+def add(a: Any, b: Any) -> Any:
+    ta = type(a)
+    if ta is type(b):
+        if ta is int:
+            return _int(a + b)
+        if ta in (float, str, bytes, list):
+            return a + b
+        if ta is UInt:
+            return _uint(a + b)
+    raise overload("+", a, b)
+
+
+def arith(op: str, a: Any, b: Any) -> Any:
+    ta = type(a)
+    if ta is not type(b) or ta not in (int, float, UInt):
+        raise overload(op, a, b)
+    wrap = _int if ta is int else (_uint if ta is UInt else float)
+    if op == "-":
+        return wrap(a - b)
+    if op == "*":
+        return wrap(a * b)
+    if ta is float:
+        if op == "%":
+            raise overload(op, a, b)
+        if b == 0.0:
+            if a != a or a == 0.0:
+                return float("nan")
+            return math.copysign(float("inf"), a) * math.copysign(1.0, b)
+        return a / b
+    if b == 0:
+        raise EvalError("division by zero" if op == "/" else "modulo by zero")
+    if ta is int and a == INT64_MIN and b == -1:  # the one quotient (and its remainder) int64 cannot hold
+        raise EvalError("int overflow")
+    quotient = abs(a) // abs(b)
+    if op == "/":
+        return wrap(quotient if (a < 0) == (b < 0) else -quotient)
+    remainder = abs(a) - quotient * abs(b)
+    return wrap(-remainder if a < 0 else remainder)
+
+
+def contains(container: Any, item: Any) -> bool:
+    kind = type(container)
+    if kind is list:
+        if type(item) is str:
+            return item in container  # a Python str equals no value of another type: exactly CEL's equality
+        return any(equals(item, x) for x in container)
+    if kind is dict:
+        if type(item) is str:
+            return item in container
+        return _lookup(container, item) is not _MISSING
+    raise overload("in", item, container)
+
+
+def select(value: Any, field: str) -> Any:
+    if type(value) is dict:
+        try:
+            return value[field]
+        except KeyError:
+            raise EvalError(f"no such key: {field}") from None
+    raise EvalError(f"no such field {field!r} on a {_type_name(value)}")
+
+
+def index(value: Any, key: Any) -> Any:
+    kind = type(value)
+    if kind is list:
+        if type(key) not in (int, UInt):
+            raise overload("[]", value, key)
+        if 0 <= key < len(value):
+            return value[key]
+        raise EvalError(f"index out of bounds: {key}")
+    if kind is dict:
+        if type(key) is str:
+            try:
+                return value[key]
+            except KeyError:
+                raise EvalError(f"no such key: {key}") from None
+        if type(key) not in _KEYS:
+            raise overload("[]", value, key)
+        found = _lookup(value, key)
+        if found is _MISSING:
+            raise EvalError(f"no such key: {key}")
+        return found
+    raise overload("[]", value, key)
+
+
+def size(value: Any) -> int:
+    if type(value) in (str, bytes, list, dict):
+        return len(value)
+    raise overload("size", value)
+
+
+def to_int(value: Any) -> int:
+    kind = type(value)
+    if kind is int:
+        return value
+    if kind is UInt:
+        return _int(int(value))
+    if kind is float:
+        if value != value or not (-9.223372036854775808e18 < value < 9.223372036854775807e18):
+            raise EvalError("int() of a double out of range")
+        return int(value)
+    if kind is str:
+        if not _INTEGER.fullmatch(value):
+            raise EvalError(f"int() cannot parse {value!r}")
+        return _int(int(value, 10))
+    raise overload("int", value)
+
+
+def to_uint(value: Any) -> UInt:
+    kind = type(value)
+    if kind in (int, UInt):
+        return _uint(int(value))
+    if kind is float:
+        if value != value or not (0 <= value < 1.8446744073709552e19):
+            raise EvalError("uint() of a double out of range")
+        return UInt(int(value))
+    if kind is str:
+        if not _INTEGER.fullmatch(value) or value.startswith("-"):
+            raise EvalError(f"uint() cannot parse {value!r}")
+        return _uint(int(value, 10))
+    raise overload("uint", value)
+
+
+def to_double(value: Any) -> float:
+    kind = type(value)
+    if kind in (int, UInt, float):
+        return float(value)
+    if kind is str:
+        if not _DOUBLE.fullmatch(value):
+            raise EvalError(f"double() cannot parse {value!r}")
+        return float(value)
+    raise overload("double", value)
+
+
+def to_string(value: Any) -> str:
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind in (int, UInt):
+        return str(int(value))
+    if kind is float:
+        if value.is_integer() and abs(value) < 1e16:
+            return "-0" if value == 0 and math.copysign(1.0, value) < 0 else str(int(value))
+        return repr(value)
+    if kind is bytes:
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise EvalError("string() of bytes that are not UTF-8") from None
+    raise overload("string", value)
+
+
+def string_method(name: str) -> Callable[[Any, Any], bool]:
+    method = {"startsWith": str.startswith, "endsWith": str.endswith, "contains": str.__contains__}[name]
+
+    def call(text: Any, part: Any) -> bool:
+        if type(text) is str and type(part) is str:
+            return method(text, part)
+        raise overload(name, text, part)
+    return call
+
+
+BUILTINS: dict[str, tuple[int, Callable]] = {
+    "size": (1, size),
+    "int": (1, to_int),
+    "uint": (1, to_uint),
+    "double": (1, to_double),
+    "string": (1, to_string),
+    "dyn": (1, lambda value: value),
+    "type": (1, type_of),
+    "startsWith": (2, string_method("startsWith")),
+    "endsWith": (2, string_method("endsWith")),
+    "contains": (2, string_method("contains")),
+}
+
+
+def fail(error: EvalError) -> Any:
+    """Raise `error`: lets a generated expression fail where Python has no raise expression."""
+    raise error
+
+
+def negate(value: Any) -> Any:
+    kind = type(value)
+    if kind is int:
+        return _int(-value)
+    if kind is float:
+        return -value
+    raise overload("-", value)
+
+
+def has_field(value: Any, field: str) -> bool:
+    if type(value) is dict:
+        return field in value
+    raise overload("has", value)
+
+
+def iterable(value: Any, macro: str) -> Any:
+    """What a comprehension walks: a list's items or a map's keys."""
+    if type(value) in (list, dict):
+        return value
+    raise overload(macro, value)
+
+
+def make_map(entries: list) -> dict:
+    out: dict = {}
+    for key, value in entries:
+        if type(key) not in _KEYS:
+            raise EvalError(f"a {_type_name(key)} cannot be a map key")
+        if (key in out) if type(key) is str else (_lookup(out, key) is not _MISSING):
+            raise EvalError(f"duplicate map key: {key!r}")
+        out[key] = value
+    return out
+
+
+def translate(exc: Exception, activation: Any, free: frozenset) -> EvalError:
+    """A Python error met by generated code, as the CEL error it stands for."""
+    if isinstance(exc, EvalError):
+        return exc
+    if isinstance(exc, KeyError) and exc.args:
+        key = exc.args[0]
+        if key in free and key not in activation:
+            return EvalError(f"undeclared reference to {key!r}")
+        return EvalError(f"no such key: {key}")
+    if isinstance(exc, IndexError):
+        return EvalError("index out of bounds")
+    return EvalError(str(exc) or type(exc).__name__)

@@ -1,0 +1,255 @@
+"""Cluster facts kept in memory by list+watch: no API call while a review is answered.
+
+Each resource type has a `Cache`: one thread lists it, then watches from the
+list's resourceVersion (with bookmarks), re-lists when the watch expires (410
+Gone) and anyway every `resync` seconds. A cache is *fresh* while it was
+confirmed current (a list, an event, a bookmark, or a watch that ended
+normally) within `max_age` seconds. A fact whose cache is not fresh is
+answered `None` ("unknown"), never an empty answer: the engine then applies the
+configured context-failure mode (`skip` by default) to the rules that need it,
+while every other policy keeps working.
+
+HPA targets: Deployments and StatefulSets are cached as a slim projection
+(labels and the pod templates' container resources: what classification
+needs), so memory stays small on large clusters. Any other target kind is
+unknown.
+
+The transport (`run`) is separate from the bookkeeping (`Cache.replace` /
+`Cache.apply`), which is what tests drive with real objects.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from webhook.model.resource import Origin, Resource
+
+log = logging.getLogger("aiadmit.livefacts")
+
+WATCH_SECONDS = 50      # server-side timeout of one watch call: at least this often a cache is re-confirmed
+MAX_AGE_SECONDS = 120   # beyond this without confirmation a cache answers "unknown"
+RESYNC_SECONDS = 600    # full re-list, whatever the watch says
+TARGET_KINDS = {"Deployment": "deployments", "StatefulSet": "statefulsets"}
+
+
+def _key(obj: dict) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def slim_workload(obj: dict) -> dict:
+    """What classification of an HPA target needs, and nothing else (no env, no command, no status)."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    template = spec.get("template") or {}
+    pod = template.get("spec") or {}
+
+    def containers(key: str) -> list[dict]:
+        return [{"name": c.get("name"), "resources": c.get("resources") or {}}
+                for c in pod.get(key) or () if isinstance(c, dict)]
+
+    slim_pod: dict[str, Any] = {"containers": containers("containers")}
+    if pod.get("initContainers"):
+        slim_pod["initContainers"] = containers("initContainers")
+    if pod.get("resourceClaims"):
+        slim_pod["resourceClaims"] = pod["resourceClaims"]
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
+            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
+                         "labels": meta.get("labels") or {}},
+            "spec": {"replicas": spec.get("replicas"),
+                     "template": {"metadata": {"labels": (template.get("metadata") or {}).get("labels") or {}},
+                                  "spec": slim_pod}}}
+
+
+class Cache:
+    """The current objects of one resource type, swapped whole on every change (readers never lock)."""
+
+    def __init__(self, name: str, kind: str, api_version: str, project: Optional[Callable[[dict], dict]] = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.name = name
+        self.kind = kind
+        self.api_version = api_version
+        self.project = project
+        self.clock = clock
+        self.items: dict[tuple[str, str], dict] = {}
+        self.synced = False
+        self.confirmed: Optional[float] = None
+        self.resource_version: Optional[str] = None
+        self.failures = 0
+
+    def _prepare(self, obj: dict) -> dict:
+        obj = dict(obj)
+        obj.setdefault("kind", self.kind)
+        obj.setdefault("apiVersion", self.api_version)
+        return self.project(obj) if self.project else obj
+
+    def replace(self, items: list[dict], resource_version: Optional[str]) -> None:
+        self.items = {_key(o): self._prepare(o) for o in items if isinstance(o, dict)}
+        self.resource_version = resource_version
+        self.synced = True
+        self.confirm()
+
+    def apply(self, event_type: str, obj: dict) -> None:
+        """One watch event (ADDED, MODIFIED, DELETED, BOOKMARK)."""
+        if not isinstance(obj, dict):
+            return
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        if event_type in ("ADDED", "MODIFIED"):
+            items = dict(self.items)
+            items[_key(obj)] = self._prepare(obj)
+            self.items = items
+        elif event_type == "DELETED":
+            items = dict(self.items)
+            items.pop(_key(obj), None)
+            self.items = items
+        elif event_type != "BOOKMARK":
+            return
+        if version:
+            self.resource_version = version
+        self.confirm()
+
+    def confirm(self) -> None:
+        self.confirmed = self.clock()
+        self.failures = 0
+
+    def age(self) -> Optional[float]:
+        return None if self.confirmed is None else self.clock() - self.confirmed
+
+    def fresh(self, max_age: float) -> bool:
+        age = self.age()
+        return self.synced and age is not None and age <= max_age
+
+
+@dataclass
+class _Source:
+    cache: Cache
+    list_call: Callable  # a kubernetes client list_* method (all namespaces)
+
+
+class LiveFacts:
+    """`ClusterFacts` from list+watch caches; `start()` runs one daemon thread per resource type."""
+
+    def __init__(self, api_client=None, max_age: float = MAX_AGE_SECONDS, resync: float = RESYNC_SECONDS,
+                 watch_seconds: int = WATCH_SECONDS, clock: Callable[[], float] = time.monotonic):
+        self.api_client = api_client
+        self.max_age = max_age
+        self.resync = resync
+        self.watch_seconds = watch_seconds
+        self.clock = clock
+        self.caches = {
+            "namespaces": Cache("namespaces", "Namespace", "v1", clock=clock),
+            "resourcequotas": Cache("resourcequotas", "ResourceQuota", "v1", clock=clock),
+            "priorityclasses": Cache("priorityclasses", "PriorityClass", "scheduling.k8s.io/v1", clock=clock),
+            "runtimeclasses": Cache("runtimeclasses", "RuntimeClass", "node.k8s.io/v1", clock=clock),
+            "deployments": Cache("deployments", "Deployment", "apps/v1", slim_workload, clock=clock),
+            "statefulsets": Cache("statefulsets", "StatefulSet", "apps/v1", slim_workload, clock=clock),
+        }
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # ------------------------------------------------------------------ facts
+    def _fresh(self, name: str) -> Optional[Cache]:
+        cache = self.caches[name]
+        return cache if cache.fresh(self.max_age) else None
+
+    def namespace_labels(self, namespace: str) -> Optional[dict]:
+        cache = self._fresh("namespaces")
+        obj = cache.items.get(("", namespace)) if cache else None
+        if obj is None:
+            return None
+        return dict((obj.get("metadata") or {}).get("labels") or {})
+
+    def resource_quotas(self, namespace: str) -> Optional[list[dict]]:
+        cache = self._fresh("resourcequotas")
+        if cache is None:
+            return None
+        return [o for (ns, _), o in cache.items.items() if ns == namespace]
+
+    def priority_classes(self) -> Optional[dict[str, dict]]:
+        cache = self._fresh("priorityclasses")
+        return None if cache is None else {name: obj for (_, name), obj in cache.items.items()}
+
+    def runtime_classes(self) -> Optional[list[str]]:
+        cache = self._fresh("runtimeclasses")
+        return None if cache is None else sorted(name for (_, name) in cache.items)
+
+    def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]:
+        resource = TARGET_KINDS.get(kind)
+        cache = self._fresh(resource) if resource else None
+        obj = cache.items.get((namespace, name)) if cache else None
+        return Resource(obj, Origin(cluster="live")) if obj is not None else None
+
+    # ------------------------------------------------------------------ state
+    def synced(self) -> bool:
+        return all(c.synced for c in self.caches.values())
+
+    def ages(self) -> dict[str, Optional[float]]:
+        return {name: cache.age() for name, cache in self.caches.items()}
+
+    # ------------------------------------------------------------------ transport
+    def _sources(self) -> list[_Source]:
+        from kubernetes import client
+
+        core = client.CoreV1Api(self.api_client)
+        apps = client.AppsV1Api(self.api_client)
+        return [
+            _Source(self.caches["namespaces"], core.list_namespace),
+            _Source(self.caches["resourcequotas"], core.list_resource_quota_for_all_namespaces),
+            _Source(self.caches["priorityclasses"], client.SchedulingV1Api(self.api_client).list_priority_class),
+            _Source(self.caches["runtimeclasses"], client.NodeV1Api(self.api_client).list_runtime_class),
+            _Source(self.caches["deployments"], apps.list_deployment_for_all_namespaces),
+            _Source(self.caches["statefulsets"], apps.list_stateful_set_for_all_namespaces),
+        ]
+
+    def start(self) -> "LiveFacts":
+        for source in self._sources():
+            thread = threading.Thread(target=self.run, args=(source,), name=f"livefacts-{source.cache.name}",
+                                      daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self, source: _Source) -> None:
+        """List, then watch until the resync is due, the watch expires, or the API server fails; repeat."""
+        from kubernetes import watch
+        from kubernetes.client.rest import ApiException
+
+        cache = source.cache
+        while not self._stop.is_set():
+            try:
+                response = source.list_call(_preload_content=False, _request_timeout=(5, 30))
+                data = json.loads(response.data)
+                cache.replace(data.get("items") or [], (data.get("metadata") or {}).get("resourceVersion"))
+                resync_at = self.clock() + self.resync
+                while not self._stop.is_set() and self.clock() < resync_at:
+                    stream = watch.Watch()
+                    for event in stream.stream(source.list_call, resource_version=cache.resource_version,
+                                               timeout_seconds=self.watch_seconds, allow_watch_bookmarks=True,
+                                               deserialize=False,
+                                               _request_timeout=(5, self.watch_seconds + 15)):
+                        cache.apply(event.get("type", ""), event.get("object"))
+                        if self._stop.is_set():
+                            stream.stop()
+                            break
+                    cache.confirm()  # the watch ran its course: the API server is there and we missed nothing
+            except ApiException as exc:
+                if exc.status == 410:
+                    continue  # expired resourceVersion: re-list at once
+                self._failed(cache, f"API error {exc.status}: {exc.reason}")
+            except Exception as exc:  # network errors, timeouts, bad payloads: retry with backoff
+                self._failed(cache, f"{type(exc).__name__}: {exc}")
+
+    def _failed(self, cache: Cache, why: str) -> None:
+        cache.failures += 1
+        delay = min(30.0, 0.5 * 2 ** min(cache.failures, 6))
+        log.warning(json.dumps({"msg": "context cache failed", "resource": cache.name, "error": why[:300],
+                                "retry_in_s": delay}))
+        self._stop.wait(delay)

@@ -1,0 +1,360 @@
+"""Resource -> Workload: every pod template found from the kinds table, classified once.
+
+The table (`kinds.yaml`) says where pods stand in each kind; this module only
+walks it. Classification (accelerated, training, inference, notebook,
+untrusted) happens here once per resource so that policies only match on it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Iterator, Optional
+
+import yaml
+
+from webhook.model import pointer as jp
+from webhook.model.quantity import QuantityError, parse_quantity
+from webhook.model.resource import Resource
+
+KINDS_FILE = os.path.join(os.path.dirname(__file__), "kinds.yaml")
+AI_CLASSES = frozenset({"accelerated", "training", "inference", "notebook"})
+ROLES = ("training", "inference", "notebook")
+
+
+class ShapeError(ValueError):
+    """A field of the wrong type where Kubernetes expects a certain shape."""
+
+    def __init__(self, pointer: str, message: str):
+        super().__init__(message)
+        self.pointer = pointer
+        self.message = message
+
+
+@dataclass(frozen=True)
+class TemplateSpec:
+    at: tuple[str, ...]
+    spec: Optional[str]
+    metadata: Optional[str]
+    containers: tuple[str, ...]
+    rename: tuple[tuple[str, str], ...]
+    replicas: Optional[str]
+    multiply: tuple[str, ...]
+    subtract: int
+    name: str
+    default_replicas: int = 1
+    min_replicas: Optional[str] = None
+    subtract_if: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    kind: str
+    group: str
+    role: Optional[str]
+    accelerated_role: Optional[str]
+    templates: tuple[TemplateSpec, ...]
+
+
+def _template_spec(entry: dict) -> TemplateSpec:
+    return TemplateSpec(
+        at=tuple(jp.split(entry.get("at", ""))),
+        spec=entry.get("spec", "template/spec"),
+        metadata=entry.get("metadata", "template/metadata"),
+        containers=tuple(entry.get("containers", ())),
+        rename=tuple(sorted((entry.get("rename") or {}).items())),
+        replicas=entry.get("replicas"),
+        multiply=tuple(entry.get("multiply", ())),
+        subtract=int(entry.get("subtract", 0)),
+        name=entry.get("name", "template"),
+        default_replicas=int(entry.get("defaultReplicas", 1)),
+        min_replicas=entry.get("minReplicas"),
+        subtract_if=entry.get("subtractIf"),
+    )
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@lru_cache(maxsize=None)
+def kind_table(path: str = KINDS_FILE) -> dict[tuple[str, str], KindSpec]:
+    with open(path, encoding="utf-8") as handle:
+        data = yaml.load(handle, Loader=_LOADER)  # libyaml: a tenth of the pure-Python loader's 13 ms
+    table = {}
+    for entry in data["kinds"]:
+        spec = KindSpec(
+            kind=entry["kind"],
+            group=entry.get("group", ""),
+            role=entry.get("role"),
+            accelerated_role=entry.get("acceleratedRole"),
+            templates=tuple(_template_spec(t) for t in entry.get("templates", ())),
+        )
+        table[(spec.group, spec.kind)] = spec
+    return table
+
+
+@dataclass
+class Container:
+    """One container as policies see it, with the pointer of the real field for messages and patches."""
+
+    obj: dict
+    pointer: str
+    section: str  # containers | initContainers | <extra field name>
+    rename: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return str(self.obj.get("name") or self.section)
+
+    def field_pointer(self, rel: str) -> str:
+        """Pointer of a field given relative to the container (``/resources/limits``), renames applied."""
+        if self.rename:  # few containers have renamed fields (KServe's model); the rest append `rel` as it is
+            tokens = jp.split(rel)
+            if tokens and tokens[0] in self.rename:
+                tokens[0] = self.rename[tokens[0]]
+                return self.pointer + jp.tokens_join(tokens)
+        return self.pointer + rel
+
+
+@dataclass
+class PodTemplate:
+    name: str
+    spec: Optional[dict]  # None: the kind has no pod spec here (TrainJob's trainer)
+    spec_pointer: Optional[str]
+    metadata: dict
+    metadata_pointer: Optional[str]
+    containers: list[Container]
+    pod_count: int
+
+
+@dataclass
+class Workload:
+    resource: Resource
+    templates: list[PodTemplate]
+    classes: frozenset[str]
+    role: Optional[str]
+    tier: Optional[str]
+    devices: frozenset[str]
+    pod_count: int
+
+    @property
+    def is_ai(self) -> bool:
+        return bool(self.classes & AI_CLASSES)
+
+
+@dataclass(frozen=True)
+class Classification:
+    """Settings of the classifier, from the config file's `classification` section."""
+
+    accelerators: tuple[str, ...] = (
+        "nvidia.com/gpu", "nvidia.com/mig-*", "nvidia.com/gpu.shared", "amd.com/gpu", "gpu.intel.com/*",
+        "habana.ai/*", "aws.amazon.com/neuron*", "google.com/tpu",
+    )
+    tier_label: str = "aiadmit.dev/tier"
+    role_label: str = "aiadmit.dev/role"
+    notebook_label: str = "notebook-name"
+    notebooks_are_untrusted: bool = True
+
+    def is_accelerator(self, resource_name: str) -> bool:
+        return _matches_accelerator(resource_name, self.accelerators)
+
+
+@lru_cache(maxsize=1024)
+def _matches_accelerator(name: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def _expand(obj: Any, tokens: tuple[str, ...], prefix: tuple[str, ...] = (), bound: str = "") \
+        -> Iterator[tuple[tuple[str, ...], Any, str]]:
+    """Walk a pattern with '*' wildcards; yield (tokens, value, key the last wildcard matched)."""
+    if not tokens:
+        yield prefix, obj, bound
+        return
+    head, rest = tokens[0], tokens[1:]
+    if head == "*":
+        if isinstance(obj, dict):
+            for key, value in obj.items():
+                yield from _expand(value, rest, prefix + (str(key),), str(key))
+        elif isinstance(obj, list):
+            for position, value in enumerate(obj):
+                # List items are named by `name` (JobSet replicatedJobs) or `groupName` (KubeRay worker groups).
+                label = str(position)
+                if isinstance(value, dict):
+                    label = str(value.get("name") or value.get("groupName") or position)
+                yield from _expand(value, rest, prefix + (str(position),), str(label))
+    elif isinstance(obj, dict) and head in obj:
+        yield from _expand(obj[head], rest, prefix + (head,), bound)
+
+
+def _count(obj: Any, base: str, rel: Optional[str], default: int = 1) -> int:
+    if rel is None:
+        return default
+    value = jp.resolve(obj, jp.relative(base, rel))
+    if isinstance(value, bool) or not isinstance(value, int):
+        return default
+    return value
+
+
+def _check_list_of_maps(value: Any, pointer: str, what: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ShapeError(pointer, f"{what} must be a list, not {type(value).__name__}")
+    for position, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise ShapeError(f"{pointer}/{position}", f"{what} items must be maps, not {type(item).__name__}")
+    return value
+
+
+def _check_container(container: dict, pointer: str, rename: dict[str, str]) -> None:
+    resources_field = rename.get("resources", "resources")
+    resources = container.get(resources_field)
+    if resources is not None:
+        where = f"{pointer}/{jp.escape(resources_field)}"
+        if not isinstance(resources, dict):
+            raise ShapeError(where, f"resources must be a map, not {type(resources).__name__}")
+        for section in ("requests", "limits"):
+            values = resources.get(section)
+            if values is None:
+                continue
+            if not isinstance(values, dict):
+                raise ShapeError(f"{where}/{section}", f"resources.{section} must be a map")
+            for name, quantity in values.items():
+                try:
+                    parse_quantity(quantity)
+                except QuantityError as exc:
+                    raise ShapeError(f"{where}/{section}/{jp.escape(name)}", str(exc)) from None
+    for list_field in ("volumeMounts", "env", "ports"):
+        _check_list_of_maps(container.get(list_field), f"{pointer}/{list_field}", list_field)
+    for str_list in ("command", "args"):
+        value = container.get(str_list)
+        if value is not None and not isinstance(value, list):
+            raise ShapeError(f"{pointer}/{str_list}", f"{str_list} must be a list of strings")
+
+
+def _locate(resource: Resource, kind: KindSpec) -> list[PodTemplate]:
+    obj = resource.obj
+    templates = []
+    for spec in kind.templates:
+        for tokens, owner, bound in _expand(obj, spec.at):
+            if not isinstance(owner, dict):
+                continue
+            base = jp.tokens_join(tokens)
+            name = spec.name.replace("{*}", bound)
+            pod_spec, spec_pointer = None, None
+            if spec.spec is not None:
+                spec_pointer = jp.relative(base, spec.spec)
+                pod_spec = jp.resolve(obj, spec_pointer)
+                if pod_spec is None:
+                    continue
+                if not isinstance(pod_spec, dict):
+                    raise ShapeError(spec_pointer, f"pod spec of {name} must be a map")
+            metadata, metadata_pointer = {}, None
+            if spec.metadata is not None:
+                metadata_pointer = jp.relative(base, spec.metadata)
+                found = jp.resolve(obj, metadata_pointer)
+                metadata = found if isinstance(found, dict) else {}
+            containers = []
+            if pod_spec is not None:
+                for section in ("initContainers", "containers"):
+                    items = _check_list_of_maps(pod_spec.get(section), f"{spec_pointer}/{section}", section)
+                    for position, item in enumerate(items):
+                        pointer = f"{spec_pointer}/{section}/{position}"
+                        _check_container(item, pointer, {})
+                        containers.append(Container(item, pointer, section))
+                _check_list_of_maps(pod_spec.get("volumes"), f"{spec_pointer}/volumes", "volumes")
+            rename = dict(spec.rename)
+            for extra in spec.containers:
+                pointer = jp.relative(base, extra)
+                item = jp.resolve(obj, pointer)
+                if item is None:
+                    continue
+                if not isinstance(item, dict):
+                    raise ShapeError(pointer, f"{extra} must be a map")
+                _check_container(item, pointer, rename)
+                view = item
+                if rename:
+                    view = dict(item)
+                    for alias, real in rename.items():
+                        view[alias] = item.get(real)
+                        view.pop(real, None)
+                    view = {k: v for k, v in view.items() if v is not None}
+                containers.append(Container(view, pointer, extra, rename))
+            if pod_spec is None and not containers:
+                continue
+            count = _count(obj, base, spec.replicas, spec.default_replicas)
+            if spec.min_replicas is not None:
+                count = max(count, _count(obj, base, spec.min_replicas, 0))
+            replicas = count
+            for factor in spec.multiply:
+                count *= _count(obj, base, factor)
+            if spec.subtract and (spec.subtract_if is None
+                                  or jp.resolve(obj, jp.relative(base, spec.subtract_if)) is not None):
+                count = max(count - spec.subtract * replicas, 0)
+            templates.append(PodTemplate(name, pod_spec, spec_pointer, metadata, metadata_pointer, containers, count))
+    return templates
+
+
+def _devices(templates: list[PodTemplate], classification: Classification) -> frozenset[str]:
+    found = set()
+    for template in templates:
+        for container in template.containers:
+            resources = container.obj.get("resources") or {}
+            for section in ("limits", "requests"):
+                for name in resources.get(section) or {}:
+                    if classification.is_accelerator(str(name)):
+                        found.add(str(name))
+    return frozenset(found)
+
+
+def template_devices(template: PodTemplate, classification: Classification) -> list[str]:
+    """Accelerator resources that some container of the template asks for in a non-zero quantity."""
+    found = set()
+    for container in template.containers:
+        resources = container.obj.get("resources") or {}
+        for section in ("limits", "requests"):
+            for name, quantity in (resources.get(section) or {}).items():
+                if classification.is_accelerator(str(name)) and parse_quantity(quantity) > 0:
+                    found.add(str(name))
+    return sorted(found)
+
+
+def build_workload(resource: Resource, classification: Classification,
+                   namespace_labels: Optional[dict] = None) -> Optional[Workload]:
+    """The workload view of a resource, or None when the kind bears no pods.
+
+    Raises ShapeError when a field that aiadmit must read has the wrong type.
+    """
+    kind = kind_table().get((resource.group, resource.kind))
+    if kind is None:
+        return None
+    if not isinstance(resource.obj.get("metadata", {}), dict):
+        raise ShapeError("/metadata", "metadata must be a map")
+    templates = _locate(resource, kind)
+    devices = _devices(templates, classification)
+    claims = any(t.spec and t.spec.get("resourceClaims") for t in templates)
+    classes = {"pod"}
+    if devices or claims:
+        classes.add("accelerated")
+
+    labels = resource.labels
+    role = kind.role or (kind.accelerated_role if "accelerated" in classes else None)
+    if role is None and any(classification.notebook_label in (t.metadata.get("labels") or {}) for t in templates):
+        role = "notebook"
+    if resource.kind == "Pod" and classification.notebook_label in labels:
+        role = "notebook"
+    override = labels.get(classification.role_label)
+    if override in ROLES:
+        role = override
+    if role:
+        classes.add(role)
+
+    tier = labels.get(classification.tier_label) or (namespace_labels or {}).get(classification.tier_label)
+    if tier == "untrusted" or (role == "notebook" and classification.notebooks_are_untrusted):
+        classes.add("untrusted")
+    if classes & AI_CLASSES:
+        classes.add("ai")
+    pod_count = sum(t.pod_count for t in templates)
+    return Workload(resource, templates, frozenset(classes), role, tier, devices, pod_count)

@@ -1,0 +1,192 @@
+"""The config file: parameters, per-policy actions, classification, exceptions.
+
+The same file drives the webhook, the audit and the fixer, so that an audit says
+what the webhook would do. A given file extends the built-in defaults
+(`default-config.yaml`): lists (excluded namespaces, exceptions) are added to,
+maps are merged key by key; `inheritDefaults: false` starts from nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+from webhook.model import pointer as jp
+from webhook.language.schemacheck import errors as schema_errors
+from webhook.language.schemacheck import locate_error
+from webhook.inputs.sources import load_text
+from webhook.k8s.workload import Classification
+from webhook.language.bundle import CONFIG_SCHEMA_FILE, DEFAULT_CONFIG_FILE
+
+
+
+class ConfigError(Exception):
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class PolicyException:
+    name: str
+    policies: tuple[str, ...]
+    reason: str
+    namespaces: tuple[str, ...] = ("*",)
+    names: tuple[str, ...] = ("*",)
+    kinds: tuple[str, ...] = ()
+    expires: Optional[dt.date] = None
+
+    def covers_namespace(self, policy: str, namespace: str) -> bool:
+        if "*" not in self.policies and policy not in self.policies:
+            return False
+        return any(fnmatch.fnmatchcase(namespace, p) for p in self.namespaces)
+
+    def covers(self, policy: str, namespace: str, name: str, kind: str) -> bool:
+        if "*" not in self.policies and policy not in self.policies:
+            return False
+        if self.kinds and kind not in self.kinds:
+            return False
+        return (any(fnmatch.fnmatchcase(namespace, p) for p in self.namespaces)
+                and any(fnmatch.fnmatchcase(name, p) for p in self.names))
+
+    def expired(self, today: dt.date) -> bool:
+        return self.expires is not None and today > self.expires
+
+
+@dataclass(frozen=True)
+class PolicySettings:
+    enabled: bool = True
+    action: Optional[str] = None
+    params: Optional[dict] = None
+    context_failure: Optional[str] = None
+
+
+@dataclass
+class Config:
+    classification: Classification = field(default_factory=Classification)
+    exclude_namespaces: tuple[str, ...] = ()
+    enforcement_label: str = "aiadmit.dev/enforcement"
+    exemption_annotation: str = "aiadmit.dev/exempt"
+    annotation_exemptable: frozenset = frozenset()
+    context_failure: str = "skip"
+    trusted_controllers: tuple[str, ...] = ()  # userInfo.username globs (webhook only, see docs/webhook.md)
+    policies: dict[str, PolicySettings] = field(default_factory=dict)
+    exceptions: tuple[PolicyException, ...] = ()
+    source: str = "<defaults>"
+    _excluded: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def excluded(self, namespace: str) -> bool:
+        found = self._excluded.get(namespace)
+        if found is None:
+            found = any(fnmatch.fnmatchcase(namespace, p) for p in self.exclude_namespaces)
+            if len(self._excluded) < 65536:  # namespaces are few; the bound only guards against abuse
+                self._excluded[namespace] = found
+        return found
+
+    def settings(self, policy_id: str) -> PolicySettings:
+        return self.policies.get(policy_id) or PolicySettings()
+
+    def params(self) -> dict[str, dict]:
+        return {pid: s.params for pid, s in self.policies.items() if s.params}
+
+
+def _read(path: str) -> tuple[dict, list[str]]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        return {}, [f"{path}:0:0: cannot read config: {exc.strerror}"]
+    loaded = load_text(text, path)
+    problems = [f"{e.file}:{e.line}:{e.column}: {e.message}" for e in loaded.errors + loaded.skipped]
+    docs = [r for r in loaded.resources if r.kind == "Config"]
+    if problems:
+        return {}, problems
+    if len(docs) != 1:
+        return {}, [f"{path}:1:1: expected one document of kind Config (apiVersion aiadmit.dev/v1alpha1), "
+                    f"found {len(docs)}"]
+    resource = docs[0]
+    for error in schema_errors(CONFIG_SCHEMA_FILE, resource.obj, text, str(resource.origin.document)):
+        pointer, message = locate_error(error)
+        line, column = resource.origin.position(pointer)
+        problems.append(f"{path}:{line}:{column}: {jp.to_dotted(pointer) or '(document)'}: {message}")
+    return resource.obj, problems
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    out = dict(base)
+    for key, value in extra.items():
+        if key in ("excludeNamespaces", "exceptions", "annotationExemptable", "trustedControllers") \
+                and isinstance(value, list):
+            out[key] = list(base.get(key) or []) + value
+        elif key in ("classification", "policies") and isinstance(value, dict):
+            merged = dict(base.get(key) or {})
+            for name, item in value.items():
+                if key == "policies" and isinstance(item, dict) and isinstance(merged.get(name), dict):
+                    merged[name] = {**merged[name], **item}
+                else:
+                    merged[name] = item
+            out[key] = merged
+        else:
+            out[key] = value
+    return out
+
+
+def load_config(path: Optional[str] = None, own_namespace: Optional[str] = None) -> Config:
+    """The effective config: defaults, extended by `path` when given. Raises ConfigError with file:line."""
+    data, problems = _read(DEFAULT_CONFIG_FILE)
+    if path:
+        extra, extra_problems = _read(path)
+        problems += extra_problems
+        if not problems:
+            data = _merge(data, extra) if extra.get("inheritDefaults", True) else extra
+    if problems:
+        raise ConfigError(problems)
+    return _build(data, path or DEFAULT_CONFIG_FILE, own_namespace)
+
+
+def _build(data: dict, source: str, own_namespace: Optional[str]) -> Config:
+    raw_class = data.get("classification") or {}
+    defaults = Classification()
+    classification = Classification(
+        accelerators=tuple(raw_class.get("accelerators", defaults.accelerators)),
+        tier_label=raw_class.get("tierLabel", defaults.tier_label),
+        role_label=raw_class.get("roleLabel", defaults.role_label),
+        notebook_label=raw_class.get("notebookLabel", defaults.notebook_label),
+        notebooks_are_untrusted=raw_class.get("notebooksAreUntrusted", defaults.notebooks_are_untrusted),
+    )
+    exceptions = []
+    for raw in data.get("exceptions") or ():
+        expires = dt.date.fromisoformat(raw["expires"]) if raw.get("expires") else None
+        exceptions.append(PolicyException(
+            name=raw["name"], policies=tuple(raw["policies"]), reason=raw["reason"].strip(),
+            namespaces=tuple(raw.get("namespaces") or ("*",)), names=tuple(raw.get("names") or ("*",)),
+            kinds=tuple(raw.get("kinds") or ()), expires=expires))
+    policies = {
+        pid: PolicySettings(enabled=raw.get("enabled", True), action=raw.get("action"), params=raw.get("params"),
+                            context_failure=raw.get("contextFailure"))
+        for pid, raw in (data.get("policies") or {}).items()
+    }
+    excluded = list(data.get("excludeNamespaces") or ())
+    if own_namespace and own_namespace not in excluded:
+        excluded.append(own_namespace)
+    return Config(
+        classification=classification,
+        exclude_namespaces=tuple(excluded),
+        enforcement_label=data.get("enforcementLabel", "aiadmit.dev/enforcement"),
+        exemption_annotation=data.get("exemptionAnnotation", "aiadmit.dev/exempt"),
+        annotation_exemptable=frozenset(data.get("annotationExemptable") or ()),
+        context_failure=data.get("contextFailure", "skip"),
+        trusted_controllers=tuple(data.get("trustedControllers") or ()),
+        policies=policies,
+        exceptions=tuple(exceptions),
+        source=source,
+    )
+
+
+def default_config_text() -> str:
+    with open(DEFAULT_CONFIG_FILE, encoding="utf-8") as handle:
+        return handle.read()
+

@@ -1,0 +1,91 @@
+"""Cluster facts that some policies need (quotas, priority classes, namespace labels, ...).
+
+A provider answers `None` for a fact it does not know: the engine then reports
+the rule as skipped, never as passed. Two providers exist: `OfflineFacts`, built
+from the other documents of the same audit input, and the live provider in
+`webhook.inputs.livefacts` (list+watch caches, never a call per review).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional, Protocol
+
+from webhook.model.resource import Resource
+
+FACTS = ("namespace", "resourceQuotas", "priorityClasses", "runtimeClasses", "hpaTarget")
+
+
+class ClusterFacts(Protocol):
+    def namespace_labels(self, namespace: str) -> Optional[dict]: ...
+
+    def resource_quotas(self, namespace: str) -> Optional[list[dict]]: ...
+
+    def priority_classes(self) -> Optional[dict[str, dict]]: ...
+
+    def runtime_classes(self) -> Optional[list[str]]: ...
+
+    def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]: ...
+
+
+class NoFacts:
+    """Knows nothing: every context-dependent rule is skipped with its reason."""
+
+    def namespace_labels(self, namespace: str) -> Optional[dict]:
+        return None
+
+    def resource_quotas(self, namespace: str) -> Optional[list[dict]]:
+        return None
+
+    def priority_classes(self) -> Optional[dict[str, dict]]:
+        return None
+
+    def runtime_classes(self) -> Optional[list[str]]:
+        return None
+
+    def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]:
+        return None
+
+
+class OfflineFacts:
+    """Facts from the documents of one audit input.
+
+    A Namespace object in the input makes the input authoritative for that
+    namespace: if no ResourceQuota for it is there, it has none. PriorityClasses
+    and RuntimeClasses are known when at least one of them is in the input.
+    """
+
+    def __init__(self, resources: Iterable[Resource]):
+        self._namespaces: dict[str, dict] = {}
+        self._quotas: dict[str, list[dict]] = {}
+        self._priority: Optional[dict[str, dict]] = None
+        self._runtime: Optional[list[str]] = None
+        self._objects: dict[tuple[str, str, str], Resource] = {}
+        for resource in resources:
+            kind, name, namespace = resource.kind, resource.name, resource.namespace
+            if kind == "Namespace" and resource.api_version == "v1":
+                self._namespaces[name] = resource.labels
+            elif kind == "ResourceQuota":
+                self._quotas.setdefault(namespace, []).append(resource.obj)
+            elif kind == "PriorityClass":
+                self._priority = self._priority or {}
+                self._priority[name] = resource.obj
+            elif kind == "RuntimeClass":
+                self._runtime = (self._runtime or []) + [name]
+            self._objects[(namespace, kind, name)] = resource
+
+    def namespace_labels(self, namespace: str) -> Optional[dict]:
+        return self._namespaces.get(namespace)
+
+    def resource_quotas(self, namespace: str) -> Optional[list[dict]]:
+        if namespace in self._quotas:
+            return self._quotas[namespace]
+        return [] if namespace in self._namespaces else None
+
+    def priority_classes(self) -> Optional[dict[str, dict]]:
+        return self._priority
+
+    def runtime_classes(self) -> Optional[list[str]]:
+        return self._runtime
+
+    def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]:
+        return self._objects.get((namespace, kind, name))
