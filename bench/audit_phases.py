@@ -47,8 +47,7 @@ def main() -> None:
     print(f"imports {time.perf_counter() - START:.3f} s")
     started = time.perf_counter()
     directory = diskcache.default_directory()  # as the command line does (AIADMIT_NO_CACHE=1: without)
-    diskcache.activate(diskcache.DiskCache(directory) if directory else None)
-    engine = Engine.load()
+    engine = Engine.load(cache=diskcache.DiskCache(directory) if directory else None)
     print(f"bundle loaded {time.perf_counter() - started:.3f} s")
 
     fork_map = fileaudit.fork_map

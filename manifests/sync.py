@@ -17,7 +17,8 @@ Two things in the kustomize base are derived, not written by hand:
    inference-autoscaling policy; nothing is mutated there.
 3. `policies/checked.json`: the checks of the bundle and default config, done
    now and recorded by content, so that loading the unchanged bundle needs
-   neither jsonschema nor the reference CEL library (webhook/language/record.py).
+   neither jsonschema nor the reference CEL library (webhook/language/record.py,
+   written by webhook/app/bundlerecord.py).
 
 Usage: `python3 manifests/sync.py` rewrites what is stale and names it;
 `python3 manifests/sync.py --check` changes nothing and exits 1 if anything is
@@ -148,9 +149,10 @@ def stale() -> dict[str, bytes | None]:
         generated = generate(current)
         if generated != current:
             changes[path] = generated.encode()
-    from webhook.language import record as bundlecheck
+    from webhook.app import bundlerecord
+    from webhook.language.bundle import RECORD_FILE
 
-    record, path = bundlecheck.text(bundlecheck.compute()).encode(), bundlecheck.record_path()
+    record, path = bundlerecord.text(bundlerecord.compute()).encode(), RECORD_FILE
     if not os.path.exists(path) or open(path, "rb").read() != record:
         changes[path] = record
     return changes

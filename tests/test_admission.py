@@ -14,7 +14,8 @@ from webhook.app import admission
 from webhook.language.config import load_config
 from webhook.engine.core import Engine
 from webhook.model.facts import OfflineFacts
-from webhook.language.policy import BUILTIN_POLICY_DIR, load_policies
+from webhook.language.bundle import BUILTIN_POLICY_DIR
+from webhook.language.loader import load_policies
 from webhook.model.resource import Resource
 
 IMAGE = "registry.example/train@sha256:0d7c2a3c4b0e9e5f1b8c6d9a2f3e4d5c6b7a8f9e0d1c2b3a4f5e6d7c8b9a0f1e"

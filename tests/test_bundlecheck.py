@@ -7,9 +7,13 @@ import sys
 
 import pytest
 
+from webhook.app import bundlerecord
 from webhook.language import record as bundlecheck
+from webhook.language.bundle import RECORD_FILE
 from webhook.engine.core import Engine
-from webhook.language.policy import BUILTIN_POLICY_DIR, PolicyLoadError, load_policies
+from webhook.language.bundle import BUILTIN_POLICY_DIR
+from webhook.language.loader import load_policies
+from webhook.language.policy import PolicyLoadError
 
 PROBE = ("import sys; from webhook.engine.core import Engine; Engine.load({paths}); "
          "print(sorted(m for m in ('jsonschema', 'cel.cel') if m in sys.modules))")
@@ -25,8 +29,8 @@ def loads_checkers(paths=None) -> list:
 
 
 def test_the_record_is_what_the_bundle_gives_now():
-    with open(bundlecheck.record_path(), encoding="utf-8") as handle:
-        assert handle.read() == bundlecheck.text(bundlecheck.compute()), "run python3 manifests/sync.py"
+    with open(RECORD_FILE, encoding="utf-8") as handle:
+        assert handle.read() == bundlerecord.text(bundlerecord.compute()), "run python3 manifests/sync.py"
 
 
 def test_the_unchanged_bundle_loads_without_either_checker():
@@ -72,7 +76,7 @@ def test_a_missing_or_broken_record_means_every_check_runs(tmp_path, monkeypatch
         record = tmp_path / "checked.json"
         if content is not None:
             record.write_text(content)
-        monkeypatch.setattr(bundlecheck, "record_path", lambda: str(record))
+        monkeypatch.setattr(bundlecheck, "RECORD_FILE", str(record))
         bundlecheck._record.cache_clear()
         try:
             policies = load_policies([BUILTIN_POLICY_DIR])

@@ -25,7 +25,8 @@ from webhook.cel.reference import cel
 from webhook.cel.environment import FUNCTIONS
 from webhook.cel.compiler import Unsupported, compile_native
 from webhook.language.config import Config
-from webhook.language.policy import BUILTIN_POLICY_DIR, load_policies
+from webhook.language.bundle import BUILTIN_POLICY_DIR
+from webhook.language.loader import load_policies
 from webhook.inputs.sources import load_paths, load_text
 from webhook.k8s.workload import Container, PodTemplate, ShapeError, build_workload, template_devices
 

@@ -8,12 +8,14 @@ import sys
 
 import pytest
 
-from webhook.app import diskcache
+from webhook.language.checks import Checks
 from webhook.language.config import ConfigError, load_config
 from webhook.app.diskcache import DiskCache, default_directory
 from webhook.cel.environment import FUNCTIONS
 from webhook.cel.compiler import compile_native
-from webhook.language.policy import BUILTIN_POLICY_DIR, PolicyLoadError, load_policies
+from webhook.language.bundle import BUILTIN_POLICY_DIR
+from webhook.language.loader import load_policies
+from webhook.language.policy import PolicyLoadError
 
 from test_policy_loader import GOOD
 
@@ -119,10 +121,8 @@ def test_the_command_line_fills_the_cache_and_reports_the_same_with_it(tmp_path)
 
 @pytest.fixture
 def active_cache(tmp_path):
-    cache = DiskCache(str(tmp_path / "cache"))
-    diskcache.activate(cache)
-    yield cache
-    diskcache.activate(None)
+    """The checks a command-line run hands down: the bundle's record and a disk cache of its own."""
+    return Checks(DiskCache(str(tmp_path / "cache")))
 
 
 # the policy loader tests' good policy, its CEL made unlike any of the bundle's (whose checks are on record anyway)
@@ -134,22 +134,22 @@ GOOD_POLICY = GOOD.format(name="cached").replace(
 def test_a_policy_that_passed_its_checks_is_not_checked_again_but_a_changed_one_is(tmp_path, active_cache):
     policy = tmp_path / "policy.yaml"
     policy.write_text(GOOD_POLICY)
-    assert [p.id for p in load_policies([str(policy)])] == ["cached"]
+    assert [p.id for p in load_policies([str(policy)], checks=active_cache)] == ["cached"]
     recorded = entries(tmp_path / "cache" / "known")
     assert len(recorded) == 3  # the document's schema check, its expression and its message's expression
-    [again] = load_policies([str(policy)])
+    [again] = load_policies([str(policy)], checks=active_cache)
     assert entries(tmp_path / "cache" / "known") == recorded  # answered from the cache: nothing new recorded
     assert again.rules[0].expression.variables == frozenset({"container"})  # as the checker found them
 
     policy.write_text(GOOD_POLICY.replace("action: deny", "action: deny\nseverity: high"))  # an unknown field
     with pytest.raises(PolicyLoadError) as raised:
-        load_policies([str(policy)])
+        load_policies([str(policy)], checks=active_cache)
     assert raised.value.problems == [f"{policy}:9:1: severity: unknown field 'severity'"]
     assert entries(tmp_path / "cache" / "known") == recorded  # a failure is never recorded
 
     policy.write_text(GOOD_POLICY.replace("has(container.image)", "has(container.image) &&"))  # not CEL
     with pytest.raises(PolicyLoadError) as raised:
-        load_policies([str(policy)])
+        load_policies([str(policy)], checks=active_cache)
     [problem] = raised.value.problems
     assert problem.startswith(f"{policy}:14:5: rules[0].expression: CEL does not compile")  # the checker's report
     assert "Syntax error" in problem
@@ -158,11 +158,11 @@ def test_a_policy_that_passed_its_checks_is_not_checked_again_but_a_changed_one_
 def test_a_config_error_is_reported_whatever_passed_before(tmp_path, active_cache):
     config = tmp_path / "config.yaml"
     config.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\ncontextFailure: deny\n")
-    assert load_config(str(config)).context_failure == "deny"
-    assert load_config(str(config)).context_failure == "deny"  # from the cache, same result
+    assert load_config(str(config), checks=active_cache).context_failure == "deny"
+    assert load_config(str(config), checks=active_cache).context_failure == "deny"  # from the cache, same result
     config.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\ncontextFailure: maybe\n")
     with pytest.raises(ConfigError) as raised:
-        load_config(str(config))
+        load_config(str(config), checks=active_cache)
     assert any(p.startswith(f"{config}:3:") and "contextFailure" in p for p in raised.value.problems)
 
 

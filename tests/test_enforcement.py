@@ -8,7 +8,8 @@ import pytest
 from webhook.language.config import ConfigError, load_config
 from webhook.engine.core import Engine
 from webhook.model.facts import OfflineFacts
-from webhook.language.policy import BUILTIN_POLICY_DIR, load_policies
+from webhook.language.bundle import BUILTIN_POLICY_DIR
+from webhook.language.loader import load_policies
 from webhook.model.resource import Resource
 
 

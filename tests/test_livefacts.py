@@ -12,7 +12,7 @@ from serverproc import make_review
 from webhook.app import admission
 from webhook.engine.core import Engine
 from webhook.inputs.livefacts import LiveFacts, slim_workload
-from webhook.language.policy import BUILTIN_POLICY_DIR
+from webhook.language.bundle import BUILTIN_POLICY_DIR
 
 API = client.ApiClient()
 

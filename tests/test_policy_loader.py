@@ -6,7 +6,9 @@ import textwrap
 
 import pytest
 
-from webhook.language.policy import BUILTIN_POLICY_DIR, PolicyLoadError, load_policies
+from webhook.language.bundle import BUILTIN_POLICY_DIR
+from webhook.language.loader import load_policies
+from webhook.language.policy import PolicyLoadError
 
 GOOD = """\
 apiVersion: aiadmit.dev/v1alpha1

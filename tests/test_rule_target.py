@@ -9,7 +9,8 @@ import textwrap
 import pytest
 
 from webhook.engine.core import Engine
-from webhook.language.policy import PolicyLoadError, load_policies
+from webhook.language.loader import load_policies
+from webhook.language.policy import PolicyLoadError
 from webhook.inputs.sources import load_text
 
 POLICY = """\

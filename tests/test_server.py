@@ -9,7 +9,7 @@ from serverproc import make_review, slow_configmap, write_slow_policy
 from webhook.engine.core import Engine
 from webhook.model.facts import NoFacts
 from webhook.app.metrics import Metrics
-from webhook.language.policy import load_policies
+from webhook.language.loader import load_policies
 from webhook.app.server import EngineSource, Settings, create_app
 
 from test_admission import POLICY_FILES, gpu_pod

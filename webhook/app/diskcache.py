@@ -112,30 +112,6 @@ class DiskCache:
             self.enabled = False  # read-only home, full disk: run without the cache
 
 
-_ACTIVE: Optional[DiskCache] = None
-
-
-def activate(cache: Optional[DiskCache]) -> None:
-    """Use `cache` in this process from now on (the command line does); None: no cache."""
-    global _ACTIVE
-    _ACTIVE = cache
-
-
-def active() -> Optional[DiskCache]:
-    return _ACTIVE
-
-
-def package_identity(name: str) -> str:
-    """Which installation of a package a check ran with: its location and when its files were written (a
-    reinstall or upgrade changes it), found without importing it."""
-    spec = importlib.util.find_spec(name)
-    origin = spec.origin if spec is not None and spec.origin else "?"
-    try:
-        return f"{origin}@{os.stat(origin).st_mtime_ns}"
-    except OSError:
-        return origin
-
-
 def default_directory() -> Optional[str]:
     """Where the command line keeps its cache, or None when the cache is turned off."""
     if os.environ.get("AIADMIT_NO_CACHE", "") not in ("", "0"):

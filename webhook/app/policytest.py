@@ -17,7 +17,7 @@ from typing import Optional
 from webhook.engine.core import Engine
 from webhook.model.facts import OfflineFacts
 from webhook.model.findings import Finding
-from webhook.language.policy import BUILTIN_POLICY_DIR
+from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.model.resource import Resource
 from webhook.inputs.sources import iter_manifest_files, load_paths
 

@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from webhook.app.certs import CertError, read_pair
-from webhook.language.policy import BUILTIN_POLICY_DIR, policy_files
+from webhook.language.bundle import BUILTIN_POLICY_DIR
+from webhook.language.loader import policy_files
 
 log = logging.getLogger("aiadmit.serving")
 

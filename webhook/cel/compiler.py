@@ -61,7 +61,8 @@ class Program:
 def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = None) -> Program:
     """Compile `source`; ParseError if it is not CEL, Unsupported if it needs the reference library.
 
-    `cache` (webhook/app/diskcache.py) may answer Python's compile of the generated source from disk.
+    `cache.compile(python, filename)`, when given (language/checks.py), may answer Python's compile of the
+    generated source from the command line's disk cache.
     """
     generator = _Generator(functions)
     body: list[str] = []

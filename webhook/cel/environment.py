@@ -24,8 +24,6 @@ import re
 from functools import lru_cache
 from typing import Any, Callable
 
-from webhook.language import record as bundlecheck
-from webhook.app import diskcache
 from webhook.cel.compiler import Unsupported, compile_native
 from webhook.cel.parser import ParseError
 
@@ -143,23 +141,21 @@ class _Reference:
         return self.program.execute(context)
 
 
-def _check(source: str) -> tuple[list, Any]:
-    """(the variables `source` reads, the reference library's checked program or None when the disk cache knew it).
+def _check(source: str, memo: Any) -> tuple[list, Any]:
+    """(the variables `source` reads, the reference library's checked program or None when `memo` knew it).
 
     Raises CelError with the reference parser's report, which names line and column.
     """
-    cache = diskcache.active()
-    key = ("cel-check", _checker(), source)
-    known = cache.recall(*key) if cache is not None else None
+    known = memo.cel_variables(source) if memo is not None else None
     if known is not None:  # the same checker accepted this very source before: its variables were kept
-        return json.loads(known), None
+        return known, None
     try:
         checked = _reference_library().compile(source)
     except Exception as exc:  # the binding raises ValueError with the parser's report
         raise CelError(str(exc).strip()) from None
     variables = sorted(checked.variables())
-    if cache is not None:
-        cache.remember(*key, data=json.dumps(variables).encode())
+    if memo is not None:
+        memo.remember_cel(source, variables)
     return variables, checked
 
 
@@ -171,15 +167,10 @@ def _reference_library() -> Any:
     return cel
 
 
-@lru_cache(maxsize=1)
-def _checker() -> str:
-    return diskcache.package_identity("cel")
-
-
-def _compile(source: str, checked: Any) -> Any:
+def _compile(source: str, checked: Any, memo: Any) -> Any:
     """The native program for `source`, or the reference library's when the native compiler lacks a feature."""
     try:
-        return compile_native(source, FUNCTIONS, diskcache.active())  # the command line's cache, if any
+        return compile_native(source, FUNCTIONS, memo)  # `memo.compile` may answer Python's compile from a cache
     except (Unsupported, ParseError):
         return _Reference(checked if checked is not None else _reference_library().compile(source))
 
@@ -290,28 +281,29 @@ class Expression:
     answers for): a CLI run then starts in a third of the time.
     """
 
-    __slots__ = ("source", "compiled", "_checked", "_program", "variables")
+    __slots__ = ("source", "compiled", "_checked", "_program", "variables", "_memo")
 
-    def __init__(self, source: str, params: dict | None = None):
+    def __init__(self, source: str, params: dict | None = None, memo: Any = None):
+        """`memo` (duck-typed: language/checks.py `Checks`) knows the checks and compiles of sources seen before:
+        `cel_variables(source)`, `remember_cel(source, variables)`, `compile(python, filename)`."""
         self.source = source
         if params is not None:
             source = inline_params(source, params)
         # Kubernetes' `matches` compiles its regular expression on every call in the reference library (80 µs for
         # a digest pattern); the same RE2-style search through a cached Python pattern costs 1 µs.
         source = _outside_strings(source, lambda code: _MATCHES.sub(r"reMatches\1", code))
-        checked = None
-        variables = bundlecheck.variables(source)  # an expression of the bundle as it was built
-        if variables is None:
-            variables, checked = _check(source)
+        variables, checked = _check(source, memo)
+        self._memo = memo
         self._checked = checked
         self._program = None
         self.compiled = source
         self.variables = frozenset(variables)
 
     @classmethod
-    def combined(cls, source: str, variables: frozenset) -> "Expression":
+    def combined(cls, source: str, variables: frozenset, memo: Any = None) -> "Expression":
         """An expression built from parts that were each checked (a policy's verdict list): not checked again."""
         expression = cls.__new__(cls)
+        expression._memo = memo
         expression.source = expression.compiled = source
         expression._checked = expression._program = None
         expression.variables = variables
@@ -320,7 +312,7 @@ class Expression:
     @property
     def program(self) -> Any:
         if self._program is None:  # two threads may both compile it: the same program, either one kept
-            self._program = _compile(self.compiled, self._checked)
+            self._program = _compile(self.compiled, self._checked, self._memo)
         return self._program
 
     @property
@@ -339,12 +331,12 @@ class Expression:
 class Template:
     """A message with ``{{ cel }}`` segments, compiled once, rendered only on failure."""
 
-    def __init__(self, text: str, params: dict | None = None):
+    def __init__(self, text: str, params: dict | None = None, memo: Any = None):
         self.parts: list[str | Expression] = []
         position = 0
         for match in _TEMPLATE.finditer(text):
             self.parts.append(text[position:match.start()])
-            self.parts.append(Expression(match.group(1).strip(), params))
+            self.parts.append(Expression(match.group(1).strip(), params, memo))
             position = match.end()
         self.parts.append(text[position:])
         # (text before, expression) pairs and the text after: what render walks, without a type test per part

@@ -23,7 +23,10 @@ from webhook.cel.environment import Activation, new_context
 from webhook.language.config import Config, ConfigError, load_config
 from webhook.model.facts import ClusterFacts, NoFacts
 from webhook.model.findings import Evaluation, Finding, Mutation
-from webhook.language.policy import ACTION_RANK, BUILTIN_POLICY_DIR, Policy, Rule, load_policies
+from webhook.language.bundle import BUILTIN_POLICY_DIR
+from webhook.language.checks import Checks
+from webhook.language.loader import load_policies
+from webhook.language.policy import ACTION_RANK, Policy, Rule
 from webhook.model.resource import Resource
 from webhook.k8s.workload import (Container, PodTemplate, ShapeError, Workload, build_workload, kind_table,
                        template_devices)
@@ -107,9 +110,15 @@ class Engine:
 
     @classmethod
     def load(cls, policy_paths: Optional[Iterable[str]] = None, config_path: Optional[str] = None,
-             own_namespace: Optional[str] = None) -> "Engine":
-        config = load_config(config_path, own_namespace)
-        policies = load_policies(list(policy_paths or [BUILTIN_POLICY_DIR]), config.params())
+             own_namespace: Optional[str] = None, cache: Any = None) -> "Engine":
+        """Load the config and the policies (the built-in bundle by default).
+
+        `cache`: what remembers checks and compiled programs between runs (the command line's
+        app/diskcache.DiskCache); the webhook passes none and checks everything it has no record of.
+        """
+        checks = Checks(cache)
+        config = load_config(config_path, own_namespace, checks)
+        policies = load_policies(list(policy_paths or [BUILTIN_POLICY_DIR]), config.params(), checks)
         return cls(policies, config)
 
     def prepare(self) -> "Engine":

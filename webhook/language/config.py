@@ -20,6 +20,7 @@ from webhook.language.schemacheck import locate_error
 from webhook.inputs.sources import load_text
 from webhook.k8s.workload import Classification
 from webhook.language.bundle import CONFIG_SCHEMA_FILE, DEFAULT_CONFIG_FILE
+from webhook.language.checks import Checks
 
 
 
@@ -93,7 +94,7 @@ class Config:
         return {pid: s.params for pid, s in self.policies.items() if s.params}
 
 
-def _read(path: str) -> tuple[dict, list[str]]:
+def _read(path: str, checks: Optional[Checks]) -> tuple[dict, list[str]]:
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
@@ -108,7 +109,7 @@ def _read(path: str) -> tuple[dict, list[str]]:
         return {}, [f"{path}:1:1: expected one document of kind Config (apiVersion aiadmit.dev/v1alpha1), "
                     f"found {len(docs)}"]
     resource = docs[0]
-    for error in schema_errors(CONFIG_SCHEMA_FILE, resource.obj, text, str(resource.origin.document)):
+    for error in schema_errors(CONFIG_SCHEMA_FILE, resource.obj, text, str(resource.origin.document), checks):
         pointer, message = locate_error(error)
         line, column = resource.origin.position(pointer)
         problems.append(f"{path}:{line}:{column}: {jp.to_dotted(pointer) or '(document)'}: {message}")
@@ -134,11 +135,12 @@ def _merge(base: dict, extra: dict) -> dict:
     return out
 
 
-def load_config(path: Optional[str] = None, own_namespace: Optional[str] = None) -> Config:
+def load_config(path: Optional[str] = None, own_namespace: Optional[str] = None,
+                checks: Optional[Checks] = None) -> Config:
     """The effective config: defaults, extended by `path` when given. Raises ConfigError with file:line."""
-    data, problems = _read(DEFAULT_CONFIG_FILE)
+    data, problems = _read(DEFAULT_CONFIG_FILE, checks)
     if path:
-        extra, extra_problems = _read(path)
+        extra, extra_problems = _read(path, checks)
         problems += extra_problems
         if not problems:
             data = _merge(data, extra) if extra.get("inheritDefaults", True) else extra

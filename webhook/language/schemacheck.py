@@ -3,10 +3,10 @@
 The checks are what make a broken policy or config fail to load with file,
 line and field; they always run on a document the command line has not seen
 pass before. A document whose exact text passed the exact schema under the
-same validator passes again, so with a disk cache (webhook/app/diskcache.py) the
-command line skips both the check and the import of `jsonschema` (together
-0.075 s of every `aiadmit audit`, bench/RESULTS.md). The webhook has no cache
-and checks everything at start.
+same validator passes again, so the `Checks` handed in (language/checks.py: the
+bundle's record, the command line's disk cache) can skip both the check and the
+import of `jsonschema` (together 0.075 s of every `aiadmit audit`,
+bench/RESULTS.md). The webhook passes no cache: only the record answers there.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import json
 from functools import lru_cache
 from typing import Any, Optional
 
-from webhook.language import record as bundlecheck
-from webhook.app import diskcache
+from webhook.language.checks import Checks
+from webhook.model import pointer as jp
 
 
 @lru_cache(maxsize=8)
@@ -28,29 +28,22 @@ def validator(schema_file: str) -> Any:
         return Draft202012Validator(json.load(handle))
 
 
-@lru_cache(maxsize=1)
-def _jsonschema() -> str:
-    return diskcache.package_identity("jsonschema")
-
-
 @lru_cache(maxsize=8)
 def _schema_text(schema_file: str) -> str:
     with open(schema_file, encoding="utf-8") as handle:
         return handle.read()
 
 
-def errors(schema_file: str, document: Any, text: Optional[str], place: str) -> list:
+def errors(schema_file: str, document: Any, text: Optional[str], place: str, checks: Optional[Checks] = None) -> list:
     """The schema errors of `document`, sorted by path; `text` and `place` (its file's text and the document's
-    index in it) say exactly which document it is, so a pass can be remembered. Without `text`, no memory."""
-    if text is not None and bundlecheck.passed(_schema_text(schema_file), text):
-        return []  # a document of the bundle as it was built, which passed then
-    cache = diskcache.active() if text is not None else None
-    key = ("schema", _schema_text(schema_file), _jsonschema(), place, text or "")
-    if cache is not None and cache.recall(*key) is not None:
+    index in it) say exactly which document it is, so `checks` may know that it passed before. Without `text`,
+    it is simply checked."""
+    checks = checks or Checks()
+    if text is not None and checks.schema_passed(_schema_text(schema_file), text, place):
         return []
     found = sorted(validator(schema_file).iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))
-    if not found and cache is not None:
-        cache.remember(*key)
+    if not found and text is not None:
+        checks.remember_schema(_schema_text(schema_file), text, place)
     return found
 
 
@@ -60,8 +53,6 @@ def locate_error(error: Any) -> tuple[str, str]:
     An unknown field is reported at the field itself, not at the map that holds it,
     so the line number takes the reader straight to the typo.
     """
-    from webhook.model import pointer as jp
-
     path = list(error.absolute_path)
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         known = set(error.schema.get("properties", {}))

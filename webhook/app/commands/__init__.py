@@ -23,9 +23,8 @@ def load_engine(args) -> Engine | None:
     server does not.
     """
     directory = diskcache.default_directory()
-    diskcache.activate(diskcache.DiskCache(directory) if directory else None)
     try:
-        return Engine.load(args.policies, args.config)
+        return Engine.load(args.policies, args.config, cache=diskcache.DiskCache(directory) if directory else None)
     except (PolicyLoadError, ConfigError) as exc:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)

@@ -1,0 +1,95 @@
+"""What earlier checks of the same text found: consulted before a policy or config check is run again.
+
+Loading checks every policy and config document against its JSON Schema and
+every CEL expression with the reference CEL library; this is what makes a
+broken policy fail to load with file, line and field. Two stores remember
+answers that cannot change for the same input, by content:
+
+- the built-in bundle's record (`policies/checked.json`, language/record.py),
+  written when the bundle was built and consulted in every entry point;
+- a cache passed in by the caller (the command line's disk cache,
+  app/diskcache.py; the webhook passes none).
+
+A `Checks` is handed down explicitly (`Engine.load(cache=...)` ->
+`load_config`/`load_policies` -> each `Expression`): no layer consults a
+process-wide switch. A text that differs by one byte is simply checked.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from functools import lru_cache
+from types import CodeType
+from typing import Any, Optional
+
+from webhook.language import record
+
+
+def package_identity(name: str) -> str:
+    """Which installation of a package a check ran with: its location and when its files were written (a
+    reinstall or upgrade changes it), found without importing it."""
+    spec = importlib.util.find_spec(name)
+    origin = spec.origin if spec is not None and spec.origin else "?"
+    try:
+        return f"{origin}@{os.stat(origin).st_mtime_ns}"
+    except OSError:
+        return origin
+
+
+@lru_cache(maxsize=4)
+def _identity(name: str) -> str:
+    return package_identity(name)
+
+
+class Checks:
+    """The answers of earlier checks: the bundle's record (unless `use_record` is false) and `cache`, if any.
+
+    `cache` is duck-typed: `recall(*key) -> bytes | None`, `remember(*key, data=b"")` and
+    `compile(python, filename) -> code` (app/diskcache.DiskCache has them).
+    """
+
+    def __init__(self, cache: Any = None, use_record: bool = True):
+        self.cache = cache
+        self.use_record = use_record
+
+    # ------------------------------------------------------------------ JSON Schema checks
+    def schema_passed(self, schema_text: str, text: str, place: str) -> bool:
+        if self.use_record and record.passed(schema_text, text):
+            return True  # a document of the bundle as it was built, which passed then
+        return self.cache is not None and self.cache.recall(*self._schema_key(schema_text, text, place)) is not None
+
+    def remember_schema(self, schema_text: str, text: str, place: str) -> None:
+        if self.cache is not None:
+            self.cache.remember(*self._schema_key(schema_text, text, place))
+
+    @staticmethod
+    def _schema_key(schema_text: str, text: str, place: str) -> tuple:
+        return ("schema", schema_text, _identity("jsonschema"), place, text)
+
+    # ------------------------------------------------------------------ CEL checks
+    def cel_variables(self, source: str) -> Optional[list[str]]:
+        """The variables the reference checker found in this exact source before, or None."""
+        if self.use_record:
+            found = record.variables(source)
+            if found is not None:
+                return found
+        if self.cache is None:
+            return None
+        known = self.cache.recall("cel-check", _identity("cel"), source)
+        return json.loads(known) if known is not None else None
+
+    def remember_cel(self, source: str, variables: list[str]) -> None:
+        if self.cache is not None:
+            self.cache.remember("cel-check", _identity("cel"), source, data=json.dumps(variables).encode())
+
+    # ------------------------------------------------------------------ compiled programs
+    def compile(self, python: str, filename: str) -> CodeType:
+        """Python's compile of a generated CEL program, answered by the cache when it holds it."""
+        if self.cache is not None:
+            return self.cache.compile(python, filename)
+        return compile(python, filename, "exec")
+
+
+NONE = Checks(use_record=False)  # every check runs (the record being rebuilt, tests of the checks themselves)

@@ -1,0 +1,148 @@
+"""Compiling one validated `Policy` document: every CEL expression and JSON Schema rule built once.
+
+Parameters are constants once the config is loaded: CEL sources get them inlined
+as literals (cel/environment.py `inline_params`), schema rules get every
+`"${params.NAME}"` string replaced by the value. A problem is reported as a
+(JSON pointer, message) pair, which the loader turns into file:line:col.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any, Optional
+
+from webhook.cel.environment import CelError, Expression, Template, required_presence
+from webhook.language.checks import Checks
+from webhook.language.policy import Match, Mutation, Policy, Rule
+
+_PARAM_REF = re.compile(r"^\$\{params\.([A-Za-z_][A-Za-z0-9_]*)\}$")
+
+
+def _substitute_params(value: Any, params: dict, where: str) -> Any:
+    """Replace every string "${params.NAME}" inside a schema by the parameter's value."""
+    if isinstance(value, dict):
+        return {k: _substitute_params(v, params, where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute_params(v, params, where) for v in value]
+    if isinstance(value, str):
+        match = _PARAM_REF.match(value)
+        if match:
+            if match.group(1) not in params:
+                raise ValueError(f"{where}: unknown parameter {match.group(1)!r}")
+            return params[match.group(1)]
+    return value
+
+
+def compile_policy(doc: dict, source: str, params_override: Optional[dict] = None,
+                   checks: Optional[Checks] = None) -> Policy:
+    """Compile one validated policy document; raises `Problems` with every (pointer, message) found.
+
+    `checks` answers CEL checks of sources seen before (language/checks.py); by default the bundle's record."""
+    checks = checks or Checks()
+    params = copy.deepcopy(doc.get("params") or {})
+    for key, value in (params_override or {}).items():
+        params[key] = value
+    problems: list[tuple[str, str]] = []
+
+    def expression(text: Optional[str], where: str) -> Optional[Expression]:
+        if text is None:
+            return None
+        try:
+            return Expression(text, params, checks)
+        except CelError as exc:
+            problems.append((where, f"CEL does not compile: {exc}"))
+            return None
+
+    rules = []
+    for position, raw in enumerate(doc["rules"]):
+        where = f"/rules/{position}"
+        try:
+            message = Template(raw["message"], params, checks)
+        except CelError as exc:
+            problems.append((f"{where}/message", f"CEL in message does not compile: {exc}"))
+            continue
+        rule = Rule(
+            name=raw["name"],
+            message=message,
+            path=raw.get("path", ""),
+            when=expression(raw.get("when"), f"{where}/when"),
+            expression=expression(raw.get("expression"), f"{where}/expression"),
+            action=raw.get("action"),
+            requires=tuple(raw.get("requires", ())),
+            when_unknown=raw.get("whenUnknown", "skip"),
+            target=raw.get("target", doc["target"]),
+            classes=frozenset(raw.get("classes", ())),
+            presence=required_presence(raw["when"]) if raw.get("when") else (),
+        )
+        if rule.target != doc["target"] and not (rule.target == "pod" and doc["target"] == "container"):
+            problems.append((f"{where}/target", "only a rule of a container policy can target the pod"))
+        if "schema" in raw:
+            try:
+                from webhook.language.schemarule import SchemaRule
+
+                rule.schema = SchemaRule(_substitute_params(raw["schema"], params, f"{where}/schema"))
+            except ValueError as exc:
+                problems.append((f"{where}/schema", str(exc)))
+        parts = [p for p in (rule.when, rule.expression) if p is not None]
+        rule.variables = message.variables.union(*(p.variables for p in parts))
+        rule.needs_pod = bool(rule.variables & {"pod", "podMeta"})
+        if rule.schema is not None and doc["target"] == "container":
+            rule.variables |= {"container"}
+        rules.append(rule)
+
+    mutations = []
+    for position, raw in enumerate(doc.get("mutations") or ()):
+        where = f"/mutations/{position}"
+        value = expression(raw["value"], f"{where}/value")
+        when = expression(raw.get("when"), f"{where}/when")
+        target = raw.get("target", doc["target"])
+        if target not in ("pod", "container"):
+            problems.append((f"{where}/target", "a mutation targets a pod or a container"))
+        if value is not None:
+            variables = value.variables | (when.variables if when else frozenset())
+            mutations.append(Mutation(raw["name"], target, raw["op"], raw["path"], value, when, variables))
+
+    names = [r["name"] for r in doc["rules"]]
+    for position, name in enumerate(names):
+        if names.index(name) != position:
+            problems.append((f"/rules/{position}/name", f"rule name {name!r} is used twice"))
+    if problems:
+        raise Problems(problems)
+
+    raw_match = doc.get("match") or {}
+    match = Match(
+        classes=frozenset(raw_match.get("classes", ())),
+        any_classes=frozenset(raw_match.get("anyClasses", ())),
+        kinds=frozenset(raw_match.get("kinds", ())),
+        exclude_kinds=frozenset(raw_match.get("excludeKinds", ())),
+        namespaces=tuple(raw_match.get("namespaces", ())),
+        exclude_namespaces=tuple(raw_match.get("excludeNamespaces", ())),
+        selector=raw_match.get("selector"),
+    )
+    policy_id = doc["metadata"]["name"]
+    return Policy(
+        id=policy_id,
+        summary=doc["summary"].strip(),
+        why=doc["why"].strip(),
+        remediation=doc["remediation"].strip(),
+        docs=doc["metadata"].get("docs", f"docs/policies.md#{policy_id}"),
+        action=doc["action"],
+        match=match,
+        target=doc["target"],
+        containers=doc.get("containers", "all"),
+        params=params,
+        rules=rules,
+        mutations=mutations,
+        source=source,
+        document=doc,
+        checks=checks,
+    )
+
+
+class Problems(Exception):
+    """Every (JSON pointer, message) that kept one document from compiling."""
+
+    def __init__(self, problems: list[tuple[str, str]]):
+        super().__init__(problems)
+        self.problems = problems

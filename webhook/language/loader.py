@@ -1,0 +1,95 @@
+"""Loading policy files: read, validate against the language's schema, compile; all or nothing.
+
+One bad file fails the whole set with every problem named by file, line and
+field, so a half-loaded bundle can never serve.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Optional
+
+from webhook.inputs.sources import load_paths
+from webhook.language.bundle import POLICY_SCHEMA_FILE
+from webhook.language.checks import Checks
+from webhook.language.compiler import Problems, compile_policy
+from webhook.language.policy import Policy, PolicyLoadError
+from webhook.language.schemacheck import errors as schema_errors
+from webhook.language.schemacheck import locate_error
+from webhook.model import pointer as jp
+from webhook.model.resource import Resource
+
+
+def _format(resource: Resource, pointer: str, message: str) -> str:
+    line, column = resource.origin.position(pointer)
+    field_name = jp.to_dotted(pointer) or "(document)"
+    return f"{resource.origin.file}:{line}:{column}: {field_name}: {message}"
+
+
+def policy_files(paths: Iterable[str]) -> list[str]:
+    """Policy files of the given files/directories; the language's schema file is not a policy."""
+    out = []
+    for path in paths:
+        if os.path.isdir(path):
+            for name in sorted(os.listdir(path)):
+                if name.endswith((".yaml", ".yml")):
+                    out.append(os.path.join(path, name))
+        else:
+            out.append(path)
+    return out
+
+
+def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None,
+                  checks: Optional[Checks] = None) -> list[Policy]:
+    """Load, validate and compile every policy in `paths`; raise PolicyLoadError on any problem."""
+    checks = checks or Checks()
+    files = policy_files(paths)
+    loaded = load_paths(files)
+    problems = [f"{e.file}:{e.line}:{e.column}: {e.message}" for e in loaded.errors + loaded.skipped]
+    texts: dict[str, str] = {}
+    policies: list[Policy] = []
+    seen: dict[str, str] = {}
+    for resource in loaded.resources:
+        doc = resource.obj
+        if doc.get("kind") != "Policy" and not str(doc.get("apiVersion", "")).startswith("aiadmit.dev/"):
+            problems.append(_format(resource, "/kind", f"not a Policy document (kind {doc.get('kind')!r})"))
+            continue
+        path = resource.origin.file or ""
+        if path not in texts:
+            texts[path] = _text_of(path)
+        errors = schema_errors(POLICY_SCHEMA_FILE, doc, texts[path], str(resource.origin.document), checks)
+        if errors:
+            for error in errors:
+                problems.append(_format(resource, *_schema_problem(error)))
+            continue
+        name = doc["metadata"]["name"]
+        if name in seen:
+            problems.append(_format(resource, "/metadata/name", f"policy {name!r} is already defined in {seen[name]}"))
+            continue
+        seen[name] = resource.origin.file or "?"
+        try:
+            policies.append(compile_policy(doc, resource.origin.file or "?", (params or {}).get(name), checks))
+        except Problems as exc:
+            problems += [_format(resource, where, message) for where, message in exc.problems]
+    if not files:
+        problems.append("no policy files given")
+    elif not policies and not problems:
+        problems.append(f"no Policy documents found in {', '.join(files)}")
+    if problems:
+        raise PolicyLoadError(problems)
+    return policies
+
+
+def _text_of(path: str) -> Optional[str]:
+    """The text a policy document was loaded from, which names it for the schema-check cache; None if unknown."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None  # then it is simply checked, every time
+
+
+def _schema_problem(error) -> tuple[str, str]:
+    if error.validator == "oneOf" and "expression" in str(error.schema):
+        return jp.join("", *error.absolute_path), "a rule has exactly one of `expression` or `schema`"
+    return locate_error(error)
