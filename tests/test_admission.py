@@ -11,6 +11,8 @@ import pytest
 
 from serverproc import make_review
 from webhook.app import admission
+from webhook.inputs import review as reviews
+from webhook.outputs import response as responses
 from webhook.language.config import load_config
 from webhook.engine.core import Engine
 from webhook.model.facts import OfflineFacts
@@ -67,7 +69,7 @@ def engine():
 
 
 def request_of(review):
-    return admission.parse(json.dumps(review).encode())
+    return reviews.parse(json.dumps(review).encode())
 
 
 def policies_denied(outcome):
@@ -88,8 +90,8 @@ def policies_denied(outcome):
     (b"\xff\xfe", "not valid JSON"),
 ])
 def test_parse_refuses_what_is_not_a_v1_review(body, reason):
-    with pytest.raises(admission.ReviewError) as caught:
-        admission.parse(body)
+    with pytest.raises(reviews.ReviewError) as caught:
+        reviews.parse(body)
     assert reason in caught.value.reason and caught.value.status == 400
 
 
@@ -105,7 +107,7 @@ def test_deny_lists_each_failed_policy_once_with_403(engine):
     ids = [line.split(":", 1)[0] for line in lines[1:]]
     assert sorted(ids) == sorted(set(ids)) == outcome.denied_policies
     assert {"shm-sized", "resources-declared"} <= set(ids)
-    assert all(len(line) <= admission.DENY_LINE_RUNES for line in lines[1:])
+    assert all(len(line) <= responses.DENY_LINE_RUNES for line in lines[1:])
 
 
 def test_compliant_object_is_allowed_without_warnings(engine):
@@ -123,14 +125,14 @@ def test_warn_action_becomes_a_warning(tmp_path):
 
 def test_warnings_respect_the_api_server_limits():
     texts = [f"policy-{i}: line one\nline\ttwo " + "x" * 400 for i in range(60)] + ["dup", "dup"]
-    fitted = admission.fit_warnings(texts)
-    assert all(len(w) <= admission.WARNING_RUNES for w in fitted)
-    assert sum(map(len, fitted)) <= admission.WARNINGS_TOTAL_RUNES
+    fitted = responses.fit_warnings(texts)
+    assert all(len(w) <= responses.WARNING_RUNES for w in fitted)
+    assert sum(map(len, fitted)) <= responses.WARNINGS_TOTAL_RUNES
     assert not any(c in w for w in fitted for c in "\n\t\r")
     assert fitted[-1].startswith("aiadmit: ") and "more warning(s) not shown" in fitted[-1]
     shown = len(fitted) - 1
     assert fitted[-1] == f"aiadmit: {61 - shown} more warning(s) not shown"
-    assert admission.fit_warnings(["a", "a", "b"]) == ["a", "b"]
+    assert responses.fit_warnings(["a", "a", "b"]) == ["a", "b"]
 
 
 @pytest.mark.parametrize("operation, sub", [("DELETE", None), ("CONNECT", None), ("UPDATE", "status"),
@@ -317,13 +319,14 @@ def test_mutate_update_only_when_the_template_changes(engine):
 
 
 @pytest.mark.parametrize("ops, why", [
-    ([{"op": "add", "path": "/spec/missing/volumes", "value": []}], "parent does not exist"),
+    ([{"op": "add", "path": "/spec/missing/volumes", "value": []}], "does not apply: member 'missing' not found"),
     ([{"op": "remove", "path": "/spec"}], "only well-formed 'add'"),
-    ([{"op": "add", "path": "/spec/containers/5", "value": {}}], "index out of range"),
-    ([{"op": "add", "path": "spec", "value": 1}], "not a JSON pointer"),
-    ([{"op": "add", "path": "/metadata/name/x", "value": 1}], "neither object nor array"),
+    ([{"op": "add", "path": "/spec/containers/5", "value": {}}], "does not apply: can't insert outside of list"),
+    ([{"op": "add", "path": "spec", "value": 1}], "does not apply: Location must start with /"),
+    ([{"op": "add", "path": "/metadata/name/x", "value": 1}], "does not apply"),
 ])
 def test_check_patch_refuses_what_would_not_apply(ops, why):
+    """The check is the jsonpatch library's (RFC 6902), not the code that built the patch."""
     assert why in admission.check_patch(gpu_pod(), ops)
 
 
@@ -341,7 +344,7 @@ def test_check_patch_agrees_with_jsonpatch_and_the_expected_result():
 # ---------------------------------------------------------------------- error outcome
 def test_internal_errors_fail_closed_on_validate_and_open_on_mutate():
     request = request_of(make_review(gpu_pod()))
-    validate = admission.error_outcome(request, "validate", "boom")
+    validate = responses.error_outcome(request, "validate", "boom")
     assert validate.response["allowed"] is False and validate.response["status"]["code"] == 500
-    mutate = admission.error_outcome(request, "mutate", "boom")
+    mutate = responses.error_outcome(request, "mutate", "boom")
     assert mutate.response["allowed"] is True and "patch" not in mutate.response

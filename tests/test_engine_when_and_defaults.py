@@ -8,7 +8,8 @@
 
 import textwrap
 
-from webhook.engine.core import Engine, _default_op
+from webhook.engine.core import Engine
+from webhook.model.patch import default_op as _default_op
 from webhook.model.facts import OfflineFacts
 from webhook.inputs.sources import load_text
 

@@ -10,6 +10,7 @@ from kubernetes import client
 
 from serverproc import make_review
 from webhook.app import admission
+from webhook.inputs import review as reviews
 from webhook.engine.core import Engine
 from webhook.inputs.livefacts import LiveFacts, slim_workload
 from webhook.language.bundle import BUILTIN_POLICY_DIR
@@ -115,7 +116,7 @@ def test_the_engine_reads_live_facts_and_skips_when_they_are_stale():
     engine = Engine.load([BUILTIN_POLICY_DIR])
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"},
            "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
-    request = admission.parse(__import__("json").dumps(make_review(pod)).encode())
+    request = reviews.parse(__import__("json").dumps(make_review(pod)).encode())
     outcome = admission.validate(engine, request, facts)
     assert outcome.response["allowed"] is True  # namespace ml is labelled warn: every deny lowered
     assert outcome.response["warnings"]

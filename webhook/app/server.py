@@ -28,6 +28,8 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from webhook.app import admission
+from webhook.inputs import review as reviews
+from webhook.outputs import response as responses
 from webhook.engine.core import BudgetExceeded, Engine
 from webhook.model.facts import ClusterFacts, NoFacts
 from webhook.app.metrics import Metrics
@@ -118,8 +120,8 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
             except RequestEntityTooLarge:
                 return bad(endpoint, 413, f"request body over {settings.max_body_bytes} bytes", "too-large")
             try:
-                parsed = admission.parse(body)
-            except admission.ReviewError as exc:
+                parsed = reviews.parse(body)
+            except reviews.ReviewError as exc:
                 return bad(endpoint, exc.status, exc.reason, "invalid-review")
             outcome = _evaluate(endpoint, parsed, started)
         except Exception as exc:  # the last line of defence: never a 500
@@ -127,7 +129,7 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
             metrics.internal_errors.labels(endpoint).inc()
             if parsed is None:
                 return _json({"error": f"internal error: {type(exc).__name__}"}, 400)
-            outcome = admission.error_outcome(parsed, endpoint, f"internal error: {type(exc).__name__}")
+            outcome = responses.error_outcome(parsed, endpoint, f"internal error: {type(exc).__name__}")
         seconds = time.perf_counter() - started
         try:
             metrics.observe(endpoint, outcome, seconds)
@@ -136,10 +138,10 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
             pass
         return _json(outcome.body)
 
-    def _evaluate(endpoint: str, parsed: dict, started: float) -> admission.Outcome:
+    def _evaluate(endpoint: str, parsed: dict, started: float) -> responses.Outcome:
         engine, facts = source.engine, source.facts
         if engine is None:
-            return admission.error_outcome(parsed, endpoint, "policies not loaded")
+            return responses.error_outcome(parsed, endpoint, "policies not loaded")
         work = admission.validate if endpoint == "validate" else admission.mutate
         # The deadline is checked between policies in the request's own thread: a CEL program holds the GIL to
         # its end anyway, so a watchdog thread could answer no sooner, and this stops the work instead of leaving
@@ -151,19 +153,19 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
             metrics.timeouts.labels(endpoint).inc()
             reason = f"evaluation exceeded the {settings.budget_seconds:g}s time budget"
             if endpoint == "mutate":
-                return admission.allow(parsed, "timeout", admission.fit_warnings([f"aiadmit: not mutated: {reason}"]))
+                return responses.allow(parsed, "timeout", responses.fit_warnings([f"aiadmit: not mutated: {reason}"]))
             if settings.on_timeout == "allow":
-                return admission.allow(parsed, "timeout", admission.fit_warnings([f"aiadmit: not checked: {reason}"]))
-            return admission.deny(parsed, f"aiadmit: {reason}; retry, or ask the cluster admins", code=504,
+                return responses.allow(parsed, "timeout", responses.fit_warnings([f"aiadmit: not checked: {reason}"]))
+            return responses.deny(parsed, f"aiadmit: {reason}; retry, or ask the cluster admins", code=504,
                                   outcome="timeout")
         except RecursionError:
             metrics.internal_errors.labels(endpoint).inc()
-            return admission.error_outcome(parsed, endpoint, "object nests too deeply to check")
+            return responses.error_outcome(parsed, endpoint, "object nests too deeply to check")
         except Exception as exc:
             log.error("evaluation failed", exc_info=True, extra={"fields": {"endpoint": endpoint,
                                                                             "uid": parsed.get("uid")}})
             metrics.internal_errors.labels(endpoint).inc()
-            return admission.error_outcome(parsed, endpoint, f"internal error: {type(exc).__name__}")
+            return responses.error_outcome(parsed, endpoint, f"internal error: {type(exc).__name__}")
 
     @app.post("/validate")
     def validate() -> Response:
@@ -215,7 +217,7 @@ def update_gauges(source: EngineSource, metrics: Metrics) -> None:
             metrics.cache_age.labels(name).set(-1 if age is None else age)
 
 
-def _log(endpoint: str, outcome: admission.Outcome, seconds: float) -> None:
+def _log(endpoint: str, outcome: responses.Outcome, seconds: float) -> None:
     fields = {"endpoint": endpoint, "uid": outcome.uid, "kind": outcome.kind, "namespace": outcome.namespace,
               "name": outcome.name, "operation": outcome.operation, "dry_run": outcome.dry_run,
               "outcome": outcome.outcome, "duration_ms": round(seconds * 1000, 3)}

@@ -30,6 +30,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError as RuamelError
 
+from webhook.model import patch
 from webhook.model import pointer as jp
 from webhook.outputs.atomicfile import write_atomic
 from webhook.engine.core import Engine
@@ -142,23 +143,8 @@ def _to_ruamel(value):
 
 
 def apply_operation(document, operation: dict) -> None:
-    """One JSON Patch `add` onto a ruamel tree (the only op the engine's mutations make)."""
-    if operation.get("op") != "add":
-        raise ValueError(f"unsupported patch operation {operation.get('op')!r} at {operation.get('path')}")
-    tokens = jp.split(operation["path"])
-    parent = document
-    for token in tokens[:-1]:
-        parent = parent[int(token)] if isinstance(parent, list) else parent[token]
-    last, value = tokens[-1], _to_ruamel(operation["value"])
-    if isinstance(parent, list):
-        if last == "-":
-            parent.append(value)
-        else:
-            parent.insert(int(last), value)
-    elif isinstance(parent, dict):
-        parent[last] = value
-    else:
-        raise ValueError(f"cannot add {operation['path']}: parent is a {type(parent).__name__}")
+    """One JSON Patch `add` onto a ruamel tree (model/patch.py; values as ruamel containers, `name` first)."""
+    patch.apply(document, operation, convert=_to_ruamel)
 
 
 def fix_text(engine: Engine, text: str, path: str, policies: Optional[set] = None,

@@ -84,10 +84,10 @@ def run(args) -> int:
         if policy is None:
             print(f"error: no policy {args.id!r}; known: {', '.join(sorted(engine.by_id))}", file=sys.stderr)
             return 2
-        sys.stdout.write(explain(policy, engine._actions.get(policy.id, policy.action)))
+        sys.stdout.write(explain(policy, engine.action_of(policy.id) or policy.action))
         return 0
     width = max(len(p) for p in engine.by_id)
     for policy in sorted(engine.by_id.values(), key=lambda p: p.id):
-        action = engine._actions.get(policy.id, "off")
+        action = engine.action_of(policy.id) or "off"
         sys.stdout.write(f"{policy.id:<{width}}  {action:<5}  {policy.summary}\n")
     return 0

@@ -1,0 +1,124 @@
+"""Binding: the variables a rule reads, set in one Activation as the engine walks a resource.
+
+By reference, never copied: `workload`, `object`, `templates` and `cluster`
+once per resource (only those some chosen policy reads), `pod`, `podMeta`,
+`template` and `container` as the walk enters each template and container, so
+a mutation applied to the working copy is seen by every later rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from webhook.cel.environment import Activation
+from webhook.k8s.workload import (Classification, Container, PodTemplate, ShapeError, Workload, build_workload,
+                                  template_devices)
+from webhook.model.facts import ClusterFacts
+from webhook.model.findings import Evaluation
+from webhook.model.resource import Resource
+
+
+@dataclass
+class Scope:
+    """What one evaluation of one resource knows, shared by every policy of it."""
+
+    resource: Resource
+    workload: Optional[Workload]
+    facts: ClusterFacts
+    cluster: Optional[dict]
+    ceiling: Optional[str]  # namespace enforcement label
+    evaluation: Evaluation
+    variables: frozenset = frozenset()  # CEL variables some chosen policy reads
+    chosen: tuple = ()
+    bound: bool = False  # CEL variables are bound on the first rule that needs CEL, not before
+    devices: Optional[dict] = None  # template position -> its devices, when some rule reads templateDevices
+
+
+def bind_resource(context: Activation, scope: Scope, chosen: list, classification: Classification) -> None:
+    """Bind the resource-wide variables the chosen policies read, and the cluster facts they need."""
+    scope.variables = frozenset().union(*(p.variables for p in chosen))
+    needed = frozenset(f for p in chosen for f in p.requires)
+    if needed or "cluster" in scope.variables:
+        scope.cluster = cluster_facts(scope, needed, classification)
+    variables = scope.variables
+    resource, workload = scope.resource, scope.workload
+    templates = workload.templates if workload else []
+    if "workload" in variables:
+        context["workload"] = {
+            "kind": resource.kind,
+            "name": resource.name,
+            "namespace": resource.namespace,
+            "labels": resource.labels,
+            "annotations": resource.annotations,
+            "classes": sorted(workload.classes) if workload else [],
+            "role": (workload.role if workload else None) or "",
+            "tier": (workload.tier if workload else None) or "",
+            "devices": sorted(workload.devices) if workload else [],
+            "podCount": workload.pod_count if workload else 0,
+        }
+    if "object" in variables:
+        context["object"] = resource.obj
+    if "cluster" in variables and scope.cluster is not None:
+        context["cluster"] = {k: v for k, v in scope.cluster.items() if v is not None}
+    if "templates" in variables:
+        # Every pod template, for rules about the whole workload (gang admission, spot checkpointing).
+        context["templates"] = [{
+            "name": t.name, "podCount": t.pod_count, "hasPodSpec": t.spec is not None,
+            "spec": t.spec if t.spec is not None else {}, "metadata": t.metadata,
+            "containers": [c.obj for c in t.containers],
+        } for t in templates]
+
+
+def enter(context: Activation, scope: Scope, template: Optional[PodTemplate], position: Optional[int],
+          container: Optional[Container], classification: Classification) -> None:
+    """Bind the pod template and container a rule is about to run on."""
+    if template is not None:
+        context["pod"] = template.spec if template.spec is not None else {}
+        context["podMeta"] = template.metadata
+        context["template"] = template.name
+        if "templateDevices" in scope.variables:
+            if scope.devices is None:
+                scope.devices = {}
+            if position not in scope.devices:
+                scope.devices[position] = template_devices(template, classification)
+            context["templateDevices"] = scope.devices[position]
+    if container is not None:
+        context["container"] = container.obj
+        context["containerType"] = container.section
+    elif "container" in context:  # a pod-level rule must not see the last template's container
+        del context["container"], context["containerType"]
+
+
+def cluster_facts(scope: Scope, needed: frozenset, classification: Classification) -> dict:
+    """The cluster facts the chosen policies require; a fact nobody can supply is None (the rule then skips)."""
+    facts, resource = scope.facts, scope.resource
+    cluster: dict[str, Any] = {}
+    if "namespace" in needed:
+        labels = facts.namespace_labels(resource.namespace)
+        cluster["namespace"] = None if labels is None else {"name": resource.namespace, "labels": labels}
+    if "resourceQuotas" in needed:
+        cluster["resourceQuotas"] = facts.resource_quotas(resource.namespace)
+    if "priorityClasses" in needed:
+        cluster["priorityClasses"] = facts.priority_classes()
+    if "runtimeClasses" in needed:
+        cluster["runtimeClasses"] = facts.runtime_classes()
+    if "hpaTarget" in needed:
+        cluster["hpaTarget"] = _hpa_target(scope, classification)
+    return cluster
+
+
+def _hpa_target(scope: Scope, classification: Classification) -> Optional[dict]:
+    ref = (scope.resource.obj.get("spec") or {}).get("scaleTargetRef") or {}
+    if not isinstance(ref, dict):
+        return None
+    target = scope.facts.find(scope.resource.namespace, str(ref.get("kind", "")), str(ref.get("name", "")))
+    if target is None:
+        return None
+    try:
+        workload = build_workload(target, classification)
+    except ShapeError:
+        workload = None
+    return {"kind": target.kind, "name": target.name,
+            "classes": sorted(workload.classes) if workload else [],
+            "devices": sorted(workload.devices) if workload else []}

@@ -1,0 +1,73 @@
+"""AdmissionReview (admission.k8s.io/v1) requests: parsed, checked for what aiadmit needs, turned into Resources.
+
+Pure functions over the decoded body; a request that is not an AdmissionReview
+aiadmit can answer raises ReviewError (HTTP 400 with the reason).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+from webhook.model.resource import Origin, Resource
+
+API_VERSION = "admission.k8s.io/v1"
+SKIPPED_OPERATIONS = ("DELETE", "CONNECT")
+CHECKED_OPERATIONS = ("CREATE", "UPDATE")
+
+
+class ReviewError(Exception):
+    """A request that is not an AdmissionReview we can answer: HTTP 400 with this reason."""
+
+    def __init__(self, reason: str, status: int = 400):
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+
+
+def parse(body: bytes) -> dict:
+    """The review's `request`, checked for what we need; ReviewError otherwise."""
+    try:
+        review = json.loads(body)
+    except RecursionError:
+        raise ReviewError("request body nests too deeply") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ReviewError(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(review, dict):
+        raise ReviewError(f"expected an AdmissionReview object, got a JSON {type(review).__name__}")
+    if review.get("kind") != "AdmissionReview":
+        raise ReviewError("expected kind AdmissionReview")
+    if review.get("apiVersion") != API_VERSION:
+        raise ReviewError(f"unsupported apiVersion {review.get('apiVersion')!r}: only {API_VERSION} is served "
+                          f"(set admissionReviewVersions: [v1] in the webhook configuration)")
+    request = review.get("request")
+    if not isinstance(request, dict):
+        raise ReviewError("AdmissionReview has no request")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise ReviewError("request.uid is missing or not a string")
+    return request
+
+
+def describe(request: dict) -> dict:
+    """Log fields of a request: coordinates only."""
+    kind = request.get("kind") if isinstance(request.get("kind"), dict) else {}
+    return {"uid": str(request.get("uid", "")), "kind": str(kind.get("kind", "")),
+            "namespace": str(request.get("namespace") or ""), "name": str(request.get("name") or ""),
+            "operation": str(request.get("operation") or ""), "dry_run": bool(request.get("dryRun"))}
+
+
+def resource_of(request: dict, key: str) -> Optional[Resource]:
+    obj = request.get(key)
+    if not isinstance(obj, dict):
+        return None
+    obj = dict(obj)  # never change the caller's dict; shallow is enough for the fields filled in below
+    kind = request.get("kind") if isinstance(request.get("kind"), dict) else {}
+    if not obj.get("kind") and kind.get("kind"):
+        obj["kind"] = kind["kind"]
+        group, version = kind.get("group", ""), kind.get("version", "")
+        obj.setdefault("apiVersion", f"{group}/{version}" if group else version)
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict) and not metadata.get("namespace") and request.get("namespace"):
+        obj["metadata"] = {**metadata, "namespace": request["namespace"]}
+    return Resource(obj, Origin(uid=request["uid"], operation=request.get("operation")))

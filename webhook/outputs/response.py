@@ -1,0 +1,138 @@
+"""AdmissionResponses: allow, deny and patch answers, with texts fitted to what the API server keeps.
+
+What the API server gets, and why:
+- deny: `allowed: false`, `status.code` 403, a message with one line per failed
+  deny-level policy (`<id>: <message>`, extra findings of the same policy
+  counted, not repeated): kubectl prints it after "denied the request:".
+- warn-level findings become `warnings`, one line each, no control characters,
+  at most 256 runes each and 4096 in total: the API server drops a warning it
+  cannot put in a header and truncates beyond those sizes, so we cut first and
+  say how many were left out.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from webhook.inputs.review import API_VERSION, describe
+from webhook.model.findings import Finding
+from webhook.model.resource import Resource
+
+WARNING_RUNES = 256       # k8s.io/apiserver truncates each warning beyond this once the total is exceeded
+WARNINGS_TOTAL_RUNES = 4096  # ... and the total of all warnings of one request
+DENY_LINE_RUNES = 400     # one policy's line in a deny message
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+_REASONS = {400: "BadRequest", 403: "Forbidden", 500: "InternalError", 504: "Timeout"}
+
+
+@dataclass
+class Outcome:
+    """The answer plus what the server logs and counts (never the object's contents)."""
+
+    response: dict
+    outcome: str  # allowed | warned | denied | patched | skipped | error
+    uid: str = ""
+    kind: str = ""
+    namespace: str = ""
+    name: str = ""
+    operation: str = ""
+    dry_run: bool = False
+    findings: list[Finding] = field(default_factory=list)
+    patched_policies: list[str] = field(default_factory=list)
+    denied_policies: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # internal errors, for the log
+
+    @property
+    def body(self) -> dict:
+        return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": self.response}
+
+
+def _outcome(request: dict, response: dict, outcome: str, **extra) -> Outcome:
+    return Outcome(response=response, outcome=outcome, **describe(request), **extra)
+
+
+def allow(request: dict, outcome: str = "allowed", warnings: Optional[list[str]] = None, **extra) -> Outcome:
+    response: dict[str, Any] = {"uid": request["uid"], "allowed": True}
+    if warnings:
+        response["warnings"] = warnings
+    return _outcome(request, response, outcome, **extra)
+
+
+def deny(request: dict, message: str, code: int = 403, warnings: Optional[list[str]] = None,
+         outcome: str = "denied", **extra) -> Outcome:
+    response: dict[str, Any] = {"uid": request["uid"], "allowed": False,
+                                "status": {"code": code, "message": message,
+                                           "reason": _REASONS.get(code, "InternalError")}}
+    if warnings:
+        response["warnings"] = warnings
+    return _outcome(request, response, outcome, **extra)
+
+
+def one_line(text: str) -> str:
+    return _CONTROL.sub(" ", str(text)).strip()
+
+
+def _cut(text: str, runes: int) -> str:
+    return text if len(text) <= runes else text[:runes - 1] + "…"
+
+
+def deny_message(resource: Resource, blocking: list[Finding]) -> str:
+    by_policy: dict[str, list[str]] = {}
+    for finding in blocking:
+        messages = by_policy.setdefault(finding.policy, [])
+        message = one_line(finding.message)
+        if message not in messages:
+            messages.append(message)
+    lines = [f"aiadmit denied {resource.describe()}: {len(by_policy)} polic{'y' if len(by_policy) == 1 else 'ies'} "
+             f"failed"]
+    for policy, messages in by_policy.items():
+        more = f" (+{len(messages) - 1} more)" if len(messages) > 1 else ""
+        lines.append(_cut(f"{policy}: {messages[0]}", DENY_LINE_RUNES - len(more)) + more)
+    return "\n".join(lines)
+
+
+def fit_warnings(texts: list[str]) -> list[str]:
+    """One line each, deduplicated, within the API server's per-warning and total sizes."""
+    items: list[str] = []
+    for text in texts:
+        line = _cut(one_line(text), WARNING_RUNES)
+        if line and line not in items:
+            items.append(line)
+    if sum(map(len, items)) <= WARNINGS_TOTAL_RUNES:
+        return items
+    budget = WARNINGS_TOTAL_RUNES - 64  # room for the line that counts the rest
+    out: list[str] = []
+    for line in items:
+        if budget - len(line) < 0:
+            break
+        out.append(line)
+        budget -= len(line)
+    out.append(f"aiadmit: {len(items) - len(out)} more warning(s) not shown")
+    return out
+
+
+def warning(finding: Finding, why: str = "") -> str:
+    return f"{finding.policy}: {why}{finding.message}"
+
+
+def patched(request: dict, operations: list[dict], warnings: list[str], policies: list[str],
+            problems: list[str]) -> Outcome:
+    """Allowed, with `operations` as the response's JSON Patch."""
+    outcome = allow(request, "patched", fit_warnings(warnings), problems=problems)
+    outcome.response["patchType"] = "JSONPatch"
+    outcome.response["patch"] = base64.b64encode(
+        json.dumps(operations, separators=(",", ":"), sort_keys=True).encode()).decode("ascii")
+    outcome.patched_policies = sorted(policies)
+    return outcome
+
+
+def error_outcome(request: dict, endpoint: str, reason: str) -> Outcome:
+    """An internal failure: validate fails closed (deny, code 500 inside the review); mutate admits unpatched."""
+    if endpoint == "mutate":
+        return allow(request, "error", fit_warnings([f"aiadmit: not mutated: {reason}"]), problems=[reason])
+    return deny(request, f"aiadmit could not check this object: {reason}", code=500, outcome="error",
+                problems=[reason])
