@@ -3,12 +3,12 @@
 import base64
 import copy
 import json
-import os
 import textwrap
 
 import jsonpatch
 import pytest
 
+from objects import IMAGE, OWNER, POLICY_FILES, RS_CONTROLLER, deployment, gpu_pod
 from serverproc import make_review
 from webhook.app import admission
 from webhook.inputs import review as reviews
@@ -16,43 +16,8 @@ from webhook.outputs import response as responses
 from webhook.language.config import load_config
 from webhook.engine.core import Engine
 from webhook.model.facts import OfflineFacts
-from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.language.loader import load_policies
 from webhook.model.resource import Resource
-
-IMAGE = "registry.example/train@sha256:0d7c2a3c4b0e9e5f1b8c6d9a2f3e4d5c6b7a8f9e0d1c2b3a4f5e6d7c8b9a0f1e"
-
-
-def gpu_pod(name="train", namespace="ml", shm=True, owner=None, env=None):
-    container = {"name": "train", "image": IMAGE,
-                 "resources": {"requests": {"cpu": "8", "memory": "32Gi", "ephemeral-storage": "50Gi"},
-                               "limits": {"nvidia.com/gpu": 1, "memory": "32Gi"}}}
-    spec = {"containers": [container]}
-    if shm:
-        spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}}]
-        container["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
-    if env:
-        container["env"] = env
-    meta = {"name": name, "namespace": namespace}
-    if owner:
-        meta["ownerReferences"] = [owner]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
-
-
-def deployment(shm=True, replicas=2):
-    pod = gpu_pod(shm=shm)
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "serve", "namespace": "ml"},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "serve"}},
-                     "template": {"metadata": {"labels": {"app": "serve"}}, "spec": pod["spec"]}}}
-
-
-OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "serve-7d9f", "uid": "1d0b6a62-2222-4c52-9d4e-0b1e",
-         "controller": True, "blockOwnerDeletion": True}
-RS_CONTROLLER = "system:serviceaccount:kube-system:replicaset-controller"
-# The webhook's mechanics are tested with two built-in policies whose contract is settled; the bundle grows and
-# each policy has its own cases under tests/policies.
-POLICY_FILES = [os.path.join(BUILTIN_POLICY_DIR, f"{p}.yaml") for p in ("resources-declared", "shm-sized")]
-
 
 def engine_with(tmp_path=None, config_text=None):
     path = None

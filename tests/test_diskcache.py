@@ -17,7 +17,7 @@ from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.language.loader import load_policies
 from webhook.language.policy import PolicyLoadError
 
-from test_policy_loader import GOOD
+from objects import GOOD
 
 CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
 

@@ -6,27 +6,12 @@ import textwrap
 
 import pytest
 
+from objects import GOOD
 from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.language.loader import load_policies
 from webhook.language.policy import PolicyLoadError
 
-GOOD = """\
-apiVersion: aiadmit.dev/v1alpha1
-kind: Policy
-metadata:
-  name: {name}
-summary: A test policy.
-why: Because.
-remediation: Fix it.
-action: deny
-match:
-  anyClasses: [ai]
-target: container
-rules:
-  - name: has-image
-    expression: has(container.image)
-    message: container {{{{container.name}}}} needs an image
-"""
+
 
 
 def write(directory, name, text):

@@ -12,7 +12,7 @@ from webhook.app.metrics import Metrics
 from webhook.language.loader import load_policies
 from webhook.app.server import EngineSource, Settings, create_app
 
-from test_admission import POLICY_FILES, gpu_pod
+from objects import POLICY_FILES, gpu_pod
 
 
 @pytest.fixture(scope="module")

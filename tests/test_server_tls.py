@@ -20,7 +20,7 @@ from cryptography import x509
 
 from serverproc import make_review, slow_configmap, start_server, write_slow_policy
 
-from test_admission import OWNER, POLICY_FILES, RS_CONTROLLER, deployment, gpu_pod
+from objects import OWNER, POLICY_FILES, RS_CONTROLLER, deployment, gpu_pod
 
 POLICY_ARGS = [arg for path in POLICY_FILES for arg in ("--policies", path)]
 

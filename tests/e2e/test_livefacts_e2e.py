@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: serverproc, test_admission
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: serverproc, objects
 
 from serverproc import make_review, start_server  # noqa: E402
 from webhook.inputs.livefacts import LiveFacts  # noqa: E402
@@ -69,7 +69,7 @@ def test_livefacts_syncs_and_follows_watch_events(apiserver, namespace):
 def test_served_webhook_reads_namespace_labels_live(apiserver, namespace, tmp_path):
     core = client.CoreV1Api(apiserver.api_client)
     core.patch_namespace(namespace, {"metadata": {"labels": {"aiadmit.dev/enforcement": "warn"}}})
-    from test_admission import POLICY_FILES, gpu_pod
+    from objects import POLICY_FILES, gpu_pod
 
     args = ["--kubeconfig", str(apiserver.kubeconfig)] + [a for p in POLICY_FILES for a in ("--policies", p)]
     with start_server(tmp_path, args) as server:  # /readyz waits for the caches' first sync

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
-import os
 from dataclasses import dataclass, field
 from typing import Optional
 
