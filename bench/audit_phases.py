@@ -21,7 +21,7 @@ START = time.perf_counter()
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from webhook.app import audit
-from webhook.app import fileaudit  # noqa: E402
+from webhook.app import parallel as fileaudit  # noqa: E402
 from webhook.app import diskcache  # noqa: E402
 from webhook.engine.core import Engine  # noqa: E402
 from webhook.outputs.reports import fragment, render  # noqa: E402

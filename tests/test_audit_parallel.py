@@ -31,7 +31,7 @@ def test_parallel_equals_sequential(tmp_path):
 
 
 def test_the_parent_loads_only_the_documents_that_can_be_facts():
-    from webhook.app.fileaudit import _fact_documents
+    from webhook.app.parallel import _fact_documents
 
     text = """apiVersion: apps/v1
 kind: Deployment

@@ -9,8 +9,8 @@ from webhook.engine.core import Engine
 from webhook.model.facts import ClusterFacts, OfflineFacts
 from webhook.model.findings import Evaluation, Finding
 from webhook.model.resource import InputError, Resource
-from webhook.app.fileaudit import audit_files
-from webhook.app.forked import can_fork, fork_map, payload, rebuild, shared
+from webhook.app.parallel import audit_files
+from webhook.app.parallel import can_fork, fork_map, payload, rebuild, shared
 from webhook.inputs.sources import iter_manifest_files, load_paths
 
 
@@ -52,7 +52,7 @@ def evaluate_all(engine: Engine, resources: list[Resource], facts: ClusterFacts,
     """Evaluate every resource; with `jobs` > 1 and enough objects, in forked worker processes.
 
     For objects already in memory (a cluster listing); files are shared out
-    before they are even loaded (webhook.app.fileaudit).
+    before they are even loaded (webhook.app.parallel.audit_files).
     """
     if jobs <= 1 or len(resources) < PARALLEL_THRESHOLD or not can_fork():
         return [engine.evaluate(resource, facts) for resource in resources]

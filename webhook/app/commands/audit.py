@@ -13,7 +13,7 @@ import time
 from functools import partial
 
 from webhook.app.audit import audit_paths
-from webhook.app.forked import default_jobs
+from webhook.app.parallel import default_jobs
 from webhook.outputs.reports import FORMATS, fragment, render
 from webhook.outputs.reports.policyreport import DEFAULT_MAX_BYTES, DEFAULT_MAX_REPORTS, ETCD_LIMIT
 from webhook.inputs.sources import collector_paused

@@ -4,7 +4,7 @@ import tempfile
 
 import pytest
 
-from webhook.app import forked
+from webhook.app import parallel as forked
 
 
 def _squares(bounds):

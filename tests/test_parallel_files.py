@@ -8,7 +8,7 @@ import pytest
 
 from webhook.app.audit import audit_paths
 from webhook.engine.core import Engine
-from webhook.app.fileaudit import MIN_BYTES_PER_JOB, audit_files
+from webhook.app.parallel import MIN_BYTES_PER_JOB, audit_files
 from webhook.outputs.reports import FORMATS, fragment, render
 from webhook.inputs.sources import iter_manifest_files
 
