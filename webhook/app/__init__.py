@@ -1,1 +1,1 @@
-"""app"""
+"""The entry points: the webhook server and its serving stack, metrics, certificates, the audit runners (files, parallel, cluster), policy tests, the CLI and its commands, the command line's disk cache."""

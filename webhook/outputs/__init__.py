@@ -1,1 +1,1 @@
-"""outputs"""
+"""Writing answers: admission responses, the report formats, the fixer's edits of YAML files, atomic file replacement."""
