@@ -8,7 +8,6 @@ adding a command is adding a module and its name below. Exit codes: 0 clean,
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from importlib import import_module
 
@@ -34,40 +33,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return _execute(build_parser(), argv)[0]
+    return _execute(build_parser(), argv)
 
 
-def _execute(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[int, bool]:
-    """(exit code, whether the process may end at once) of one command line."""
+def _execute(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
+    """The exit code of one command line."""
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
-        return 2, False
+        return 2
     try:
-        return int(args.func(args) or 0), bool(getattr(args, "exit_at_once", False))
+        return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        return 130, False
+        return 130
     except BrokenPipeError:
-        return 0, False
+        return 0
 
 
 def entry() -> None:
-    """`aiadmit` as a process (the console script and `python -m webhook`).
-
-    A command that marks itself `exit_at_once` (a file audit: its output is
-    written, nothing of it must be cleaned up) ends without Python freeing its
-    heap object by object, which costs an audit of 5,000 objects 50 ms
-    (bench/RESULTS.md); the operating system takes the memory back whole.
-    """
-    code, at_once = _execute(build_parser(), None)
-    if at_once:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except BrokenPipeError:
-            pass
-        os._exit(code)
-    sys.exit(code)
+    """`aiadmit` as a process (the console script and `python -m webhook`)."""
+    sys.exit(_execute(build_parser(), None))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -57,7 +57,7 @@ def register(subparsers) -> None:
     reports.add_argument("--max-reports", type=int, default=DEFAULT_MAX_REPORTS, metavar="N",
                          help=f"at most N reports per namespace; beyond that results are summarised "
                               f"(default {DEFAULT_MAX_REPORTS})")
-    parser.set_defaults(func=run, exit_at_once=True)  # see cli.entry: nothing to clean up after the report
+    parser.set_defaults(func=run)
 
 
 def _usage(message: str) -> int:
