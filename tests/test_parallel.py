@@ -1,10 +1,8 @@
-"""Work shared out to forked processes: results in order, through files that do not outlive the call."""
-
-import tempfile
+"""Work shared out to forked processes: results in order, large ones whole, a failing slice failing the call."""
 
 import pytest
 
-from webhook.app import parallel as forked
+from webhook.app import parallel
 
 
 def _squares(bounds):
@@ -21,20 +19,13 @@ def _large(bounds):
     return [("x" * 10_000, index) for index in range(*bounds)]  # megabytes: more than a pipe holds at once
 
 
-@pytest.fixture
-def spool(tmp_path, monkeypatch):
-    monkeypatch.setattr(forked, "_spool_directory", lambda: tempfile.mkdtemp(dir=tmp_path))
-    return tmp_path
-
-
-def test_results_come_back_in_order_and_the_spool_is_removed(spool):
-    assert forked.fork_map(None, _squares, 100, 2) == [index * index for index in range(100)]
-    big = forked.fork_map(None, _large, 400, 2)
+def test_results_come_back_in_order():
+    assert parallel.fork_map(None, _squares, 100, 2) == [index * index for index in range(100)]
+    big = parallel.fork_map(None, _large, 400, 2)
     assert [index for _, index in big] == list(range(400)) and all(len(text) == 10_000 for text, _ in big)
-    assert list(spool.iterdir()) == []
 
 
-def test_a_failing_slice_fails_the_call_and_still_removes_the_spool(spool):
+def test_a_failing_slice_fails_the_call():
     with pytest.raises(ValueError, match="seven"):
-        forked.fork_map(None, _fails_on_seven, 40, 2)
-    assert list(spool.iterdir()) == []
+        parallel.fork_map(None, _fails_on_seven, 40, 2)
+    assert parallel.shared() is None  # nothing of the call is left for the next one
