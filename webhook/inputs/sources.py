@@ -12,7 +12,6 @@ import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
 from typing import Iterable, Iterator, Optional
 
 import yaml
@@ -27,28 +26,8 @@ except AttributeError:  # pragma: no cover - libyaml is part of PyYAML's wheels
 
 
 class _Loader(_Base):
-    """libyaml's safe loader, with the implicit tag of every scalar memoised in C.
+    """libyaml's safe loader: one pass yields the composed nodes (kept for positions) and the objects."""
 
-    libyaml calls back into PyYAML's Python resolver for every node, which
-    tries a list of regular expressions for each scalar; manifests repeat the
-    same keys and values ("name", "image", "Always", "1") endlessly. The memo
-    is keyed on all the resolution depends on (kind, text, implicit flags: no
-    path resolvers are registered on safe loaders), and is an `lru_cache`, so a
-    hit costs no Python frame at all: 15 % of composing (bench/RESULTS.md). Bounded, so a repository of
-    long unique scripts cannot make it grow without end.
-    """
-
-    def __init__(self, stream):
-        super().__init__(stream)
-        self.resolve = _RESOLVE  # an instance attribute: libyaml's composer looks it up on every node
-        # The composer also calls these two around every node, for path resolvers, which safe loaders have none
-        # of: PyYAML's methods return at once, but each is a Python frame (6 % of composing). C callables that
-        # take the same arguments and do nothing of consequence stand in for them.
-        self.descend_resolver = slice  # (parent node, index) -> a throwaway slice object
-        self.ascend_resolver = tuple  # () -> the empty tuple
-
-
-_RESOLVE = lru_cache(maxsize=4096)(partial(_Base.resolve, _Base("")))
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 _SKIPPED_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", ".tox"}
