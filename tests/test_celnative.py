@@ -274,7 +274,7 @@ HANDMADE = """
 
 @lru_cache(maxsize=None)
 def policy_expressions() -> tuple:
-    """(label, source) of each CEL expression of the built-in policies as compiled, and of each verdicts program."""
+    """(label, source) of each CEL expression of the built-in policies as compiled."""
     out = []
     for policy in load_policies([BUILTIN_POLICY_DIR], Config().params()):
         for rule in policy.rules:
@@ -284,10 +284,6 @@ def policy_expressions() -> tuple:
         for mutation in policy.mutations:
             parts = [("when", mutation.when), ("value", mutation.value)]
             out += [(f"{policy.id}/{mutation.name} mutation/{where}", e.compiled) for where, e in parts if e]
-        for level in ("object", "pod", "container"):
-            simple = tuple(r for r in policy.rules if r.target == level and r.expression is not None and not r.requires)
-            if simple:
-                out.append((f"{policy.id}/verdicts of the {level} rules", policy.verdicts(simple).compiled))
     return tuple(out)
 
 

@@ -277,8 +277,7 @@ class Expression:
     Checking every expression at load (the reference parser: fast) keeps a bad
     policy from loading; compiling to Python waits for the first run, because
     most expressions never run in a given process (mutations in an audit,
-    messages of rules that pass, rules the engine's combined verdict program
-    answers for): a CLI run then starts in a third of the time.
+    messages of rules that pass): a CLI run then starts in a third of the time.
     """
 
     __slots__ = ("source", "compiled", "_checked", "_program", "variables", "_memo")
@@ -298,16 +297,6 @@ class Expression:
         self._program = None
         self.compiled = source
         self.variables = frozenset(variables)
-
-    @classmethod
-    def combined(cls, source: str, variables: frozenset, memo: Any = None) -> "Expression":
-        """An expression built from parts that were each checked (a policy's verdict list): not checked again."""
-        expression = cls.__new__(cls)
-        expression._memo = memo
-        expression.source = expression.compiled = source
-        expression._checked = expression._program = None
-        expression.variables = variables
-        return expression
 
     @property
     def program(self) -> Any:

@@ -75,17 +75,9 @@ class Engine:
 
         A one-shot audit leaves programs to compile on first use, since most never
         run; a server would otherwise charge the compiling to its first reviews.
-        Each policy's combined verdict program is built for its full rule set per
-        level, the set a resource that passes every guard meets.
         """
         for policy in self.policies:
-            expressions = policy.expressions()
-            for level in ("object", "pod", "container"):
-                simple = tuple(r for r in policy.rules
-                               if r.target == level and r.expression is not None and not r.requires)
-                if simple:
-                    expressions.append(policy.verdicts(simple))
-            for expression in expressions:
+            for expression in policy.expressions():
                 expression.program  # noqa: B018 - compiles and keeps it
         return self
 
@@ -153,40 +145,25 @@ class Engine:
                             self._run(context, scope, policy, container.pointer, template, container, position)
         return scope.evaluation
 
-    def _plan(self, policy: Policy, scope: Scope, template: Optional[PodTemplate],
-              container: Optional[Container]) -> Plan:
+    def _rules(self, policy: Policy, scope: Scope, template: Optional[PodTemplate],
+               container: Optional[Container]) -> tuple:
         key = (policy.id, "container" if container else ("pod" if template else "object"), scope.evaluation.classes,
                template is not None and template.spec is not None)
         plan = self._plans.get(key)
         if plan is None:  # what does not depend on the object's fields: the same for every resource of its classes
             plan = self._plans[key] = Plan.of(policy, *key[1:])
-        return plan.active(policy, scope.resource.obj, template, container)
+        return plan.active(scope.resource.obj, template, container)
 
     def _run(self, context: Activation, scope: Scope, policy: Policy, base: str, template: Optional[PodTemplate],
              container: Optional[Container], position: Optional[int] = None) -> None:
-        plan = self._plan(policy, scope, template, container)
-        if not plan.rules:
+        rules = self._rules(policy, scope, template, container)
+        if not rules:
             return
         classification = self.config.classification
         if not scope.bound:
             bind_resource(context, scope, list(scope.chosen), classification)
             scope.bound = True
         enter(context, scope, template, position, container, classification)
-        rules = plan.rules
-        if plan.simple:
-            # Fast path: every verdict from one program. Only if it cannot give them all (a rule raised, or answered
-            # something other than a boolean) do the rules run one by one below, to say which.
-            try:
-                verdicts = plan.verdicts.run(context)
-            except Exception:
-                verdicts = None
-            if isinstance(verdicts, list) and len(verdicts) == len(plan.simple) \
-                    and all(isinstance(verdict, bool) for verdict in verdicts):
-                for rule, verdict in zip(plan.simple, verdicts):
-                    if not verdict:
-                        self._add(scope, policy, rule, "fail", rule.message.render(context),
-                                  where(base, container, rule.path))
-                rules = plan.rest
         target = container.obj if container else (template.spec if template else scope.resource.obj)
         for rule in rules:
             self._run_rule(context, scope, policy, rule, base, container, target)

@@ -107,28 +107,12 @@ class Policy:
     source: str
     document: dict = field(repr=False, default_factory=dict)
     variables: frozenset = field(init=False, default=frozenset())
-    _verdicts: dict = field(init=False, default_factory=dict, repr=False)
     requires: frozenset = field(init=False, default=frozenset())
     checks: Any = field(default=None, repr=False)  # what compiles its programs (language/checks.py)
 
-    def verdicts(self, rules: tuple) -> Expression:
-        """One program giving every rule's verdict (`!when || expression`) as a list of booleans, built once per set.
-
-        One CEL run instead of two per rule; a rule that raises makes the whole list raise, and the engine then
-        runs the rules one by one to say which one could not be evaluated.
-        """
-        key = tuple(rule.name for rule in rules)
-        found = self._verdicts.get(key)
-        if found is None:
-            found = self._verdicts[key] = Expression.combined("[" + ", ".join(
-                f"!({rule.when.compiled}) || ({rule.expression.compiled})" if rule.when is not None
-                else f"({rule.expression.compiled})" for rule in rules) + "]",
-                frozenset().union(*(rule.variables for rule in rules)), self.checks)
-        return found
-
     def expressions(self) -> list[Expression]:
         """Every CEL expression the policy is written with: each rule's `when`, `expression` and message parts, each
-        mutation's `when` and `value` (not the verdict programs combined from them)."""
+        mutation's `when` and `value`."""
         found: list[Expression] = []
         for rule in self.rules:
             found += [e for e in (rule.when, rule.expression) if e is not None]
