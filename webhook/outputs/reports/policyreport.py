@@ -63,19 +63,12 @@ def _resource_ref(resource) -> dict:
 
 
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_S = json.encoder.encode_basestring  # a string as that encoder writes it (not ASCII-only, C)
 
 
 def results_for(evaluation, stamp: dict) -> list[tuple[str, str]]:
-    """(status, the result as compact JSON) for each finding, then a `pass` for each policy that found nothing.
-
-    Written as text from escaped strings (`_S`, json's own C string encoder), with the parts every result of the
-    object shares (timestamp, resource) encoded once: an object has four results on average, and building dicts
-    for json's encoder cost twice as much (bench/RESULTS.md). A test pins each text to the exact compact JSON of
-    its structure.
-    """
+    """(status, the result as compact JSON) for each finding, then a `pass` for each policy that found nothing."""
     resource = evaluation.resource
-    shared = f',"scored":true,"timestamp":{_COMPACT(stamp)},"resources":[{_COMPACT(_resource_ref(resource))}]'
+    shared = {"scored": True, "timestamp": stamp, "resources": [_resource_ref(resource)]}
     out = []
     with_findings = set()
     for finding in evaluation.findings:
@@ -88,23 +81,21 @@ def results_for(evaluation, stamp: dict) -> list[tuple[str, str]]:
         properties = {"action": finding.action, "path": finding.pointer,
                       "file": resource.origin.file if resource.origin.cluster is None else None,
                       "line": line or None, "column": column or None}
-        parts = ['{"source":"aiadmit","policy":', _S(finding.policy)]
+        entry: dict = {"source": "aiadmit", "policy": finding.policy}
         if finding.rule:
-            parts += [',"rule":', _S(finding.rule)]
-        parts += [',"result":"', status, '"', shared]
+            entry["rule"] = finding.rule
+        entry["result"] = status
+        entry.update(shared)
         if finding.message:
-            parts += [',"message":', _S(finding.message)]
+            entry["message"] = finding.message
         if finding.action:
-            parts += [',"severity":"', SEVERITY[finding.action], '"']
-        parts += [',"properties":{', ",".join(f"{_S(key)}:{_S(str(value))}" for key, value in properties.items()
-                                               if value not in (None, "")), "}}"]
-        out.append((status, "".join(parts)))
+            entry["severity"] = SEVERITY[finding.action]
+        entry["properties"] = {key: str(value) for key, value in properties.items() if value not in (None, "")}
+        out.append((status, _COMPACT(entry)))
     for policy_id in evaluation.policies:
         if policy_id not in with_findings:
-            out.append(("pass", f'{{"source":"aiadmit","policy":{_S(policy_id)},"result":"pass"{shared}}}'))
+            out.append(("pass", _COMPACT({"source": "aiadmit", "policy": policy_id, "result": "pass", **shared})))
     return out
-
-
 
 
 def _stamp(now: Optional[float]) -> dict:
