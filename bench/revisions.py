@@ -10,7 +10,7 @@ seconds (user + system of the processes it ran) and of wall seconds:
 
 - engine: `Engine.evaluate` of bench/engine.py's GPU serving pod, GPU
   PyTorchJob and non-AI pod, evaluations per CPU second (one process);
-- audit: `aiadmit audit -f json` of the corpus, and of a 10x copy of it;
+- audit: `aiadmit audit -f json` (or `--format`) of the corpus, and of a 10x copy of it;
 - pre-commit: `aiadmit audit` over 1,000 manifest files named on the command
   line, as the pre-commit hook runs it, with a warm disk cache.
 
@@ -99,6 +99,7 @@ def main() -> None:
     parser.add_argument("new", nargs="?")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--corpus", default=DEFAULT_CORPUS)
+    parser.add_argument("--format", default="json", help="the audits' report format")
     args = parser.parse_args()
     scratch = tempfile.mkdtemp(prefix="aiadmit-revisions-")
     trees = {}
@@ -113,7 +114,7 @@ def main() -> None:
             env.pop("AIADMIT_NO_CACHE", None)
             envs[side] = env
             for paths in inputs.values():  # warm the disk cache and the bytecode; untimed
-                run([sys.executable, "-m", "webhook", "audit", "-f", "json", *paths], tree, env)
+                run([sys.executable, "-m", "webhook", "audit", "-f", args.format, *paths], tree, env)
         samples: dict[tuple[str, str], list] = {}
         for round_number in range(args.rounds):
             order = ("base", "new") if round_number % 2 == 0 else ("new", "base")
@@ -126,11 +127,11 @@ def main() -> None:
                 else:
                     print(probe.stderr[-2000:], file=sys.stderr)
                 for figure, paths in inputs.items():
-                    cpu, wall, done = run([sys.executable, "-m", "webhook", "audit", "-f", "json", *paths], tree, env)
+                    cpu, wall, done = run([sys.executable, "-m", "webhook", "audit", "-f", args.format, *paths], tree, env)
                     if done.returncode not in (0, 1, 2) or "Traceback" in done.stderr:
                         print(f"{side} {figure}: exit {done.returncode}\n{done.stderr[-2000:]}", file=sys.stderr)
                     samples.setdefault((f"{figure} (CPU s, wall s)", side), []).append((cpu, wall))
-        print(f"base {args.base}  new {args.new or 'work tree'}  rounds {args.rounds}  "
+        print(f"base {args.base}  new {args.new or 'work tree'}  rounds {args.rounds}  format {args.format}  "
               f"(median; ratio new/base)")
         figures = sorted({figure for figure, _ in samples}, key=lambda f: (not f.startswith("engine"), f))
         for figure in figures:
