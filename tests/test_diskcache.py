@@ -17,7 +17,7 @@ from webhook.language.policy import BUILTIN_POLICY_DIR, PolicyLoadError, load_po
 
 from test_policy_loader import GOOD
 
-CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
+from testdata import CORPUS  # tests/data/corpus, in the repository
 
 EXPRESSIONS = [
     ("container.resources.limits['nvidia.com/gpu'] > 0",

@@ -23,7 +23,7 @@ from webhook.outputs.fix import fix_paths, split_documents
 from webhook.inputs.sources import load_text
 
 HERE = os.path.dirname(__file__)
-CORPUS = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "corpus"))
+from testdata import CORPUS  # tests/data/corpus, in the repository
 
 POD = """\
 # A GPU pod as people write it: comments, quotes, flow style, odd key order.

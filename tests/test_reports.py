@@ -21,7 +21,7 @@ from webhook.outputs.reports import FORMATS, render
 from webhook.outputs.reports.policyreport import build_reports
 
 HERE = os.path.dirname(__file__)
-CORPUS = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "corpus"))
+from testdata import CORPUS, NO_KUBECTL, cached_kubectl  # tests/data/corpus, in the repository
 SARIF_SCHEMA = os.path.join(HERE, "data", "sarif-schema-2.1.0.json")
 GPU_OPERATOR = os.path.join(CORPUS, "NVIDIA__gpu-operator")
 DRA_MULTI = os.path.join(CORPUS, "NVIDIA__k8s-dra-driver-gpu", "demo__specs__quickstart__v1__gpu-test1.yaml")
@@ -274,16 +274,6 @@ spec:
 """
 
 
-def _kubectl():
-    """kubectl with kustomize: the one the e2e build produced (tests/e2e/cluster/build.sh), else PATH's."""
-    cache = os.environ.get("AIADMIT_E2E_BIN_DIR") or os.path.join(
-        os.environ.get("AIADMIT_E2E_CACHE", os.path.expanduser("~/.cache/aiadmit-e2e")))
-    for root, _, files in os.walk(cache):
-        if "kubectl" in files and os.path.exists(os.path.join(os.path.dirname(root), ".complete")):
-            return os.path.join(root, "kubectl")
-    return shutil.which("kubectl")
-
-
 def test_helm_template_output_on_stdin_is_attributed_to_resources(engine):
     """What `helm template release ./chart | aiadmit audit -` reads (helm is not installable here: the stream is
     written out as helm prints it, `# Source:` comments and all)."""
@@ -301,9 +291,9 @@ def test_helm_template_output_on_stdin_is_attributed_to_resources(engine):
 
 
 def test_kubectl_kustomize_piped_into_audit(tmp_path):
-    kubectl = _kubectl()
+    kubectl = cached_kubectl()
     if kubectl is None:
-        pytest.skip("no kubectl binary (build tests/e2e/cluster/build.sh or install kubectl)")
+        pytest.skip(NO_KUBECTL)
     base = tmp_path / "base"
     base.mkdir()
     shutil.copy(os.path.join(GPU_OPERATOR, "tests__plugin-test.yaml"), base / "deployment.yaml")
