@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from webhook.app.commands import add_engine_options
+from webhook.app.commands import add_engine_options, policy_paths
 
 DEV_DIR = os.path.join("certs", "dev")
 DEV_HOSTS = ["localhost", "127.0.0.1"]
@@ -91,7 +91,7 @@ def run(args) -> int:
         args.no_cluster or args.kubeconfig or args.context or args.dev))
     options = ServeOptions(
         cert_file=cert_file, key_file=key_file, host=host or "0.0.0.0", port=args.port, config=args.config,
-        policies=args.policies or [], own_namespace=args.namespace, workers=args.workers, threads=args.threads,
+        policies=policy_paths(args) or [], own_namespace=args.namespace, workers=args.workers, threads=args.threads,
         reload_interval=args.reload_interval, budget_seconds=args.budget, max_body_bytes=args.max_body,
         on_timeout=args.on_timeout, graceful_timeout=args.graceful_timeout, context_files=args.context,
         kubeconfig=args.kubeconfig, in_cluster=in_cluster, facts_max_age=args.facts_max_age,
