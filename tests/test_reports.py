@@ -6,6 +6,7 @@ is parsed as XML; PolicyReports are read back as YAML and measured in bytes.
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -205,8 +206,8 @@ def test_text_groups_by_file_with_remediation_and_a_table(engine, tmp_path):
     headings = [line for line in lines if line.endswith(".yaml")]
     assert headings == sorted(headings, key=lambda h: lines.index(h)) and len(headings) == 3
     first = lines.index(headings[0])
-    assert lines[first + 1].startswith(headings[0] + ":")
-    assert lines[first + 2].startswith("    fix: ")
+    assert lines[first + 1].startswith(headings[0] + ":") and lines[first + 2].startswith(headings[0] + ":")
+    assert not [line for line in lines if line.lstrip().startswith("fix:")], "no hint under each finding"
     finding_lines = [line for line in lines if ": shm-sized [deny]" in line]
     assert all(line.split(":")[1].isdigit() and line.split(":")[2].isdigit() for line in finding_lines)
     table = lines.index(next(line for line in lines if line.startswith("policy ")))
@@ -214,6 +215,56 @@ def test_text_groups_by_file_with_remediation_and_a_table(engine, tmp_path):
     assert lines[-1].endswith("errors") and "resources checked" in lines[-1]
     coloured = aiadmit("audit", "--color", "always", GPU_OPERATOR)
     assert "\033[31mdeny\033[0m" in coloured.stdout
+
+
+def _hints(out: str) -> dict[str, str]:
+    """The `how to fix` section: policy id -> its hint, the wrapped lines joined again."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("how to fix"))
+    hints: dict[str, str] = {}
+    current = None
+    for line in lines[start + 1:]:
+        if not line.strip():
+            break
+        if line.startswith("  ") and not line.startswith("    "):
+            current, text = line.strip().split(": ", 1)
+            assert current not in hints, f"{current}: hint given twice"
+            hints[current] = text
+        else:
+            hints[current] += " " + line.strip()
+    return hints
+
+
+def test_text_gives_each_failing_policys_hint_once_in_full(engine):
+    """The corpus report used to carry 728 `fix:` lines of about 10 distinct hints, cut at 200 characters, and the
+    hint under a capability finding was untrusted-hardening's first sentence (about the service-account token)."""
+    out = aiadmit("audit", CORPUS).stdout
+    failing = {line.split(": ", 2)[1].split(" [")[0] for line in out.splitlines() if re.search(r": [\w-]+ \[(deny|warn|audit)\] ", line)}
+    hints = _hints(out)
+    assert set(hints) == failing
+    for policy_id, text in hints.items():
+        assert text == " ".join(engine.by_id[policy_id].remediation.split()), policy_id  # whole, not cut
+        assert "…" not in text
+    assert len(out.splitlines()) < 1000, "the corpus report should be read, not scrolled (it was 1,669 lines)"
+
+
+def test_skips_are_one_line_unless_verbose_and_quiet_is_only_failing_lines():
+    full = aiadmit("audit", CORPUS)
+    out = full.stdout.splitlines()
+    assert not [line for line in out if ", skip]" in line], "skipped checks listed one by one"
+    (summary,) = [line for line in out if "check(s) skipped" in line]
+    assert re.search(r"^\d+ check\(s\) skipped \(unknown, not passed\): gpu-quota \d+× \(cluster facts unknown: "
+                     r"resourceQuotas\); --verbose lists them$", summary), summary
+    count = int(summary.split()[0])
+    verbose = aiadmit("audit", "--verbose", CORPUS).stdout.splitlines()
+    assert len([line for line in verbose if ", skip]" in line]) == count
+    quiet = aiadmit("audit", "--quiet", CORPUS)
+    assert quiet.returncode == full.returncode == 2  # the corpus holds one unparseable file
+    quiet_lines = quiet.stdout.splitlines()
+    failing = [line for line in out if re.search(r": [\w-]+ \[(deny|warn|audit)\] ", line)]
+    errors = [line for line in out if ": error " in line]
+    assert sorted(quiet_lines) == sorted(failing + errors) and quiet_lines
+    assert aiadmit("audit", "--quiet", "--verbose", CORPUS).returncode == 2
 
 
 # ---------------------------------------------------------------------- options
