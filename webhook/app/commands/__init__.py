@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 
 from webhook.app import diskcache
@@ -9,6 +10,19 @@ from webhook.language.config import ConfigError
 from webhook.engine.core import Engine
 from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.language.policy import PolicyLoadError
+
+
+def missing_extra(command: str, extra: str, modules: tuple[str, ...]) -> int | None:
+    """Exit code 2 after saying how to install `extra` when one of its `modules` is absent; None when all are there.
+
+    The command-line audit installs without the server stack (pyproject's extras), so a command that needs it
+    says so instead of failing with an import traceback."""
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if not missing:
+        return None
+    print(f"error: `aiadmit {command}` needs {', '.join(missing)}, which this installation lacks: "
+          f"pip install 'aiadmit[{extra}]' (from a checkout: pip install '.[{extra}]')", file=sys.stderr)
+    return 2
 
 
 def add_engine_options(parser) -> None:

@@ -18,7 +18,7 @@ from webhook.outputs.reports import FORMATS, fragment, render
 from webhook.outputs.reports.policyreport import DEFAULT_MAX_BYTES, DEFAULT_MAX_REPORTS, ETCD_LIMIT
 from webhook.inputs.sources import collector_paused
 from webhook.app.commands import add_engine_options
-from webhook.app.commands import load_engine
+from webhook.app.commands import load_engine, missing_extra
 
 
 def register(subparsers) -> None:
@@ -109,6 +109,9 @@ def _run(args) -> int:
                "max_bytes": args.max_report_bytes, "max_reports": args.max_reports}
     api = None
     if args.cluster:
+        missing = missing_extra("audit --cluster", "cluster", ("kubernetes",))
+        if missing is not None:
+            return missing
         from webhook.app.clusteraudit import ClusterError, Progress, audit_cluster, connect
         try:
             api, context, default_namespace = connect(args.context, args.kubeconfig)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from webhook.app.commands import add_engine_options, policy_paths
+from webhook.app.commands import add_engine_options, missing_extra, policy_paths
 
 DEV_DIR = os.path.join("certs", "dev")
 DEV_HOSTS = ["localhost", "127.0.0.1"]
@@ -69,7 +69,13 @@ def _dev_certs() -> tuple[str, str] | None:
     return os.path.join(DEV_DIR, "tls.crt"), os.path.join(DEV_DIR, "tls.key")
 
 
+SERVER_MODULES = ("flask", "gunicorn", "prometheus_client", "cryptography", "kubernetes")
+
+
 def run(args) -> int:
+    missing = missing_extra("serve", "webhook", SERVER_MODULES)
+    if missing is not None:
+        return missing
     from webhook.app import certs  # cryptography: imported by the command that needs it, not by every aiadmit start
     from webhook.language.config import ConfigError
     from webhook.language.policy import PolicyLoadError
