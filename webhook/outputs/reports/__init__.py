@@ -18,7 +18,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any, Callable, Optional
 
-FORMATS = {"text": "text", "json": "jsonreport", "sarif": "sarif", "junit": "junit", "policyreport": "policyreport"}
+FORMATS = {"text": "text", "json": "jsonreport", "sarif": "sarif", "junit": "junit", "policyreport": "policyreport",
+           "html": "html"}
 
 
 def _module(name: str):
