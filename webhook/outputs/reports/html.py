@@ -44,7 +44,7 @@ def fragment(evaluation, engine, **options) -> dict:
         findings.append({"policy": finding.policy, "rule": finding.rule, "action": finding.action,
                          "result": finding.result, "message": finding.message, "where": location.short(),
                          "field": location.field})
-    return {"workload": resource.describe(), "namespace": resource.namespace or "(cluster-scoped)",
+    return {"workload": resource.describe(), "namespace": resource.namespace or "(namespace not set)",
             "classes": sorted(evaluation.classes), "policies": list(evaluation.policies),
             "evaluated": evaluation.evaluated, "findings": findings}
 
