@@ -349,3 +349,20 @@ def test_yaml_indentation_style_is_kept(engine, tmp_path, original, expected):
     (result,) = fix_paths(engine, [str(path)], policies={"shm-sized"})
     assert not result.errors, result.errors
     assert path.read_text() == expected, path.read_text()
+
+
+@pytest.mark.parametrize("indent, newline", [("\t", "\n"), (2, "\r\n"), (3, "\n")], ids=["tabs", "crlf", "three"])
+def test_json_keeps_tabs_crlf_and_odd_indents(engine, tmp_path, indent, newline):
+    document = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ü-pod", "annotations": {"note": "héllo ✓"}},
+                "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+    text = json.dumps(document, indent=indent, ensure_ascii=False).replace("\n", newline) + newline
+    path = tmp_path / "pod.json"
+    path.write_bytes(text.encode("utf-8"))
+    (result,) = fix_paths(engine, [str(path)], policies={"shm-sized"})
+    assert result.changed and not result.errors, result.errors
+    fixed = path.read_bytes().decode("utf-8")
+    expected = json.loads(text)
+    expected["spec"]["containers"][0]["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    expected["spec"]["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}]
+    # exactly what json.dumps writes for the patched object with the file's own indentation and line ends
+    assert fixed == json.dumps(expected, indent=indent, ensure_ascii=False).replace("\n", newline) + newline

@@ -4,8 +4,9 @@ A YAML round trip of a JSON file writes YAML flow style (unquoted keys), which i
 not JSON any more. Here the file's text is edited instead: the patched object is
 compared with the original node tree, and each container that gained keys or
 items gets them inserted as text just before its closing bracket, formatted the
-way that container already is (one per line at its children's indentation, or
-inline after a comma). Nothing else of the file moves.
+way that container already is: one per line at its entries' indentation (the
+same spaces or tabs, nested values indented by the file's own step, its line
+ends), or inline after a comma. Nothing else of the file moves.
 
 Only additions can be written this way (the engine's mutations only add); a
 changed scalar or a removed key is an error and the file is left alone. The
@@ -56,52 +57,45 @@ class _Editor:
         self.starts = _line_starts(text)
         self.newline = _newline(text)
         self.edits: list[tuple[int, str]] = []
-        self.step = self._indent_step()
 
-    def offset(self, mark) -> int:
-        return self.starts[mark.line] + mark.column
-
-    def line_indent(self, line: int) -> int:
+    def leading(self, line: int) -> str:
+        """The whitespace a line starts with (spaces or tabs, as the file has them)."""
         start = self.starts[line]
         end = self.starts[line + 1] if line + 1 < len(self.starts) else len(self.text)
         content = self.text[start:end]
-        return len(content) - len(content.lstrip(" \t"))
-
-    def _indent_step(self) -> int:
-        """The indentation unit the file uses (the smallest non-zero line indent), 2 when it has none."""
-        indents = [self.line_indent(n) for n in range(len(self.starts) - 1)]
-        positive = [i for i in indents if i > 0]
-        return min(positive) if positive else 2
+        return content[:len(content) - len(content.lstrip(" \t"))]
 
     def closing(self, node) -> int:
         """Offset of the node's closing bracket."""
-        end = self.offset(node.end_mark) - 1
+        end = self.starts[node.end_mark.line] + node.end_mark.column - 1
         if not 0 <= end < len(self.text) or self.text[end] not in "}]":
             raise JsonEditError(f"no closing bracket at line {node.end_mark.line + 1}")
         return end
 
-    def insert(self, node, pieces: list[str], keyed: bool) -> None:
-        """Insert `pieces` (already formatted entries) as the last entries of the flow container `node`."""
-        close = self.closing(node)
+    def insert(self, node, entries: list[tuple], keyed: bool) -> None:
+        """Insert `entries` ((key, value) or (value,)) as the last entries of the flow container `node`, one per
+        line at the indentation of its first entry when that entry has a line of its own, else inline."""
         children = node.value
-        multiline = node.start_mark.line != node.end_mark.line
+        inner = unit = None
         if children:
             first = children[0][0] if keyed else children[0]
-            column = first.start_mark.column
-            inner = " " * column if multiline and first.start_mark.line != node.start_mark.line else None
-        else:
-            inner = None
-        at = close
+            if first.start_mark.line != node.start_mark.line:
+                inner = self.leading(first.start_mark.line)
+                outer = self.leading(node.start_mark.line)
+                if len(inner) != first.start_mark.column or not inner.startswith(outer) or inner == outer:
+                    inner = None  # an entry that does not start its line: write inline
+                else:
+                    unit = inner[len(outer):]
+        pieces = [(f"{json.dumps(entry[0], ensure_ascii=False)}: " if keyed else "")
+                  + json.dumps(entry[-1], ensure_ascii=False, indent=unit) for entry in entries]
+        at = self.closing(node)
         while at > 0 and self.text[at - 1] in " \t\r\n":
             at -= 1
         if inner is not None:
-            text = "".join(f",{self.newline}{inner}{self.indent(piece, inner)}" for piece in pieces)
+            text = "".join(f",{self.newline}{inner}{piece.replace(chr(10), self.newline + inner)}" for piece in pieces)
         else:
             text = ("" if not children else ", ") + ", ".join(pieces)
         self.edits.append((at, text))
-
-    def indent(self, piece: str, inner: str) -> str:
-        return piece.replace("\n", self.newline + inner)
 
     def apply(self) -> str:
         text = self.text
@@ -110,16 +104,9 @@ class _Editor:
         return text
 
 
-def _format(value: Any, editor: _Editor, multiline: bool) -> str:
-    if multiline:
-        return json.dumps(value, indent=editor.step, ensure_ascii=False)
-    return json.dumps(value, ensure_ascii=False)
-
-
 def _walk(editor: _Editor, node, original: Any, expected: Any, where: str) -> None:
     if original == expected:
         return
-    multiline = node.start_mark.line != node.end_mark.line
     if isinstance(node, yaml.MappingNode) and isinstance(original, dict) and isinstance(expected, dict):
         missing = [key for key in original if key not in expected]
         if missing:
@@ -128,11 +115,9 @@ def _walk(editor: _Editor, node, original: Any, expected: Any, where: str) -> No
             key = key_node.value
             if key in original:
                 _walk(editor, value_node, original[key], expected[key], f"{where}/{key}")
-        added = [key for key in expected if key not in original]
+        added = [(key, expected[key]) for key in expected if key not in original]
         if added:
-            pieces = [f"{json.dumps(key, ensure_ascii=False)}: {_format(expected[key], editor, multiline)}"
-                      for key in added]
-            editor.insert(node, pieces, keyed=True)
+            editor.insert(node, added, keyed=True)
         return
     if isinstance(node, yaml.SequenceNode) and isinstance(original, list) and isinstance(expected, list):
         if len(expected) < len(original):
@@ -141,7 +126,7 @@ def _walk(editor: _Editor, node, original: Any, expected: Any, where: str) -> No
             _walk(editor, item, original[index], expected[index], f"{where}/{index}")
         extra = expected[len(original):]
         if extra:
-            editor.insert(node, [_format(value, editor, multiline) for value in extra], keyed=False)
+            editor.insert(node, [(value,) for value in extra], keyed=False)
         return
     raise JsonEditError(f"{where or '/'}: the patch changes a value; only additions are written into JSON")
 
