@@ -472,3 +472,21 @@ def test_policyreport_results_are_the_exact_json_of_their_structure_for_every_ki
         assert [status for status, _ in written] == [e["result"] for e in expected]
         checked += len(written)
     assert checked == 30
+
+
+def test_policyreport_packing_is_exact_at_the_limit():
+    """A run of results is `[` + texts + commas + `]`; the packer used to let one end a byte over the limit, which
+    only showed when the corpus's file paths (part of each result) made a run end exactly there."""
+    from webhook.outputs.reports.policyreport import _pack
+
+    texts = ['{"a":"' + "x" * size + '"}' for size in (10, 3, 27, 1, 8, 40, 5)]
+    for limit in range(max(map(len, texts)) + 2, sum(map(len, texts)) + 10):
+        runs = _pack(texts, limit)
+        assert [i for run in runs for i in run] == list(range(len(texts)))
+        for run in runs:
+            encoded = "[" + ",".join(texts[i] for i in run) + "]"
+            assert len(encoded) <= limit, (limit, list(run))
+        # and runs are as long as the limit allows: the next text would not have fitted
+        for run, following in zip(runs, runs[1:]):
+            longer = "[" + ",".join(texts[i] for i in (*run, following.start)) + "]"
+            assert len(longer) > limit
