@@ -17,7 +17,8 @@ from webhook.language.config import load_config
 from webhook.engine.core import Engine
 from webhook.model.facts import OfflineFacts
 from webhook.language.loader import load_policies
-from webhook.model.resource import Resource
+from webhook.model.findings import Finding
+from webhook.model.resource import Origin, Resource
 
 def engine_with(tmp_path=None, config_text=None):
     path = None
@@ -61,7 +62,8 @@ def test_parse_refuses_what_is_not_a_v1_review(body, reason):
 
 
 # ---------------------------------------------------------------------- validate
-def test_deny_lists_each_failed_policy_once_with_403(engine):
+def test_deny_lists_every_failed_finding_with_403(engine):
+    """Every distinct failed finding is a line (they used to hide behind "(+1 more)")."""
     review = json.load(open("examples/pytorchjob-gpu.json"))
     outcome = admission.validate(engine, request_of(review))
     response = outcome.response
@@ -70,9 +72,24 @@ def test_deny_lists_each_failed_policy_once_with_403(engine):
     lines = response["status"]["message"].splitlines()
     assert lines[0].startswith("aiadmit denied PyTorchJob team-a/pytorch-simple")
     ids = [line.split(":", 1)[0] for line in lines[1:]]
-    assert sorted(ids) == sorted(set(ids)) == outcome.denied_policies
-    assert {"shm-sized", "resources-declared"} <= set(ids)
+    assert sorted(set(ids)) == outcome.denied_policies
+    assert {"shm-sized", "resources-declared"} <= set(ids) and ids.count("resources-declared") >= 2
+    assert len(lines[1:]) == len(set(lines[1:])) and not any("more)" in line for line in lines)
     assert all(len(line) <= responses.DENY_LINE_RUNES for line in lines[1:])
+
+
+def test_deny_message_stays_within_its_budget_then_counts():
+    resource = Resource(gpu_pod(), Origin())
+    blocking = [Finding(policy=f"policy-{i % 7}", rule="r", action="deny", result="fail",
+                        message=f"finding {i} " + "x" * 300, resource=resource) for i in range(200)]
+    message = responses.deny_message(resource, blocking)
+    assert len(message) <= responses.DENY_MESSAGE_RUNES
+    lines = message.splitlines()
+    shown = len(lines) - 2
+    assert lines[-1].startswith(f"… {200 - shown} more finding(s) not shown (") and "aiadmit audit" in lines[-1]
+    assert all(len(line) <= responses.DENY_LINE_RUNES for line in lines)
+    few = responses.deny_message(resource, blocking[:5])
+    assert len(few.splitlines()) == 6 and "not shown" not in few
 
 
 def test_compliant_object_is_allowed_without_warnings(engine):

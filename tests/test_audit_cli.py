@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
+from testdata import CORPUS  # tests/data/corpus, in the repository
 
 GPU_POD = """\
 apiVersion: v1
@@ -138,7 +138,6 @@ spec:
     assert {f["policy"] for f in document["findings"]} <= {"devices-declared"}
 
 
-@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="needs ../shared/corpus beside the checkout")
 def test_whole_corpus_without_a_crash():
     result = aiadmit("audit", "-f", "json", CORPUS)
     document = json.loads(result.stdout)

@@ -8,7 +8,7 @@ import pytest
 from webhook.app.audit import PARALLEL_THRESHOLD, audit_paths
 from webhook.engine.core import Engine
 
-CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
+from testdata import CORPUS  # tests/data/corpus, in the repository
 
 
 def flat(result):
@@ -16,7 +16,6 @@ def flat(result):
             for f in result.findings]
 
 
-@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="needs ../shared/corpus")
 def test_parallel_equals_sequential(tmp_path):
     # Enough copies of the corpus to cross the threshold, so the workers really run.
     for copy in range(-(-PARALLEL_THRESHOLD // 150) + 1):

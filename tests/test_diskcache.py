@@ -19,7 +19,7 @@ from webhook.language.policy import PolicyLoadError
 
 from objects import GOOD
 
-CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
+from testdata import CORPUS  # tests/data/corpus, in the repository
 
 EXPRESSIONS = [
     ("container.resources.limits['nvidia.com/gpu'] > 0",

@@ -23,7 +23,7 @@ from webhook.outputs.fix import fix_paths, split_documents
 from webhook.inputs.sources import load_text
 
 HERE = os.path.dirname(__file__)
-CORPUS = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "corpus"))
+from testdata import CORPUS  # tests/data/corpus, in the repository
 
 POD = """\
 # A GPU pod as people write it: comments, quotes, flow style, odd key order.
@@ -143,56 +143,226 @@ def test_templates_are_skipped_broken_yaml_is_an_error_and_left_alone(tmp_path):
     assert result.returncode == 2
     assert f"{broken}:" in result.stderr and "YAML" in result.stderr and "Traceback" not in result.stderr
     assert broken.read_text() == POD + "---\nkind: Pod\nspec: [unclosed\n"
-    assert "chart.yaml" not in result.stderr.split("files checked")[0].replace("skipped", "")
+    assert f"{tmp_path / 'chart.yaml'}:5: skipped template (contains '{{{{ }}}}'): render it first" in result.stderr
+    assert "1 skipped" in result.stderr
     assert aiadmit("fix", "-").returncode == 2
 
 
-def test_split_documents_gives_the_text_back():
-    text = "# head\n---\na: 1\n--- # second\nb: 2\n...\n---\n"
-    assert "".join(s.separator + s.body for s in split_documents(text)) == text
-    assert [s.separator for s in split_documents(text)] == ["", "---\n", "--- # second\n", "---\n"]
+def test_diff_previews_and_writes_nothing(tmp_path):
+    """ruff's and black's convention: `fix` writes, `fix --diff` only shows (and exits 1 when it would change)."""
+    path = tmp_path / "pod.yaml"
+    path.write_text(POD)
+    before = os.stat(path).st_mtime_ns
+    diff = aiadmit("fix", "--diff", "--policy", "shm-sized", str(path))
+    assert diff.returncode == 1, diff.stderr
+    assert path.read_text() == POD and os.stat(path).st_mtime_ns == before
+    assert diff.stdout.startswith(f"--- {path}\n+++ {path}\n@@ ") and "would fix Pod ml/trainer" in diff.stderr
+    assert aiadmit("fix", "--policy", "shm-sized", str(path)).returncode == 0 and path.read_text() == EXPECTED
+    again = aiadmit("fix", "--diff", "--policy", "shm-sized", str(path))
+    assert again.returncode == 0 and again.stdout == ""
 
 
-def test_corpus_round_trip(engine, tmp_path):
-    """Fix the whole corpus; then the webhook's patch is what was written, no comment is lost, documents
-    without changes keep their bytes, the audit shows none of the mutating policies on what was fixed, and a
-    second fix changes nothing."""
-    root = tmp_path / "corpus"
-    shutil.copytree(CORPUS, root)
-    originals = {str(p): p.read_text() for p in root.rglob("*") if p.is_file() and p.suffix in (".yaml", ".yml")}
-    results = fix_paths(engine, [str(root)])
-    changed = [r for r in results if r.changed]
-    assert len(changed) >= 20, f"only {len(changed)} corpus files changed; the bundle's mutations do nothing?"
-    for result in results:
-        # only unreadable input may stop a file; engine-side mutation errors are warnings, like in the webhook
-        assert all("YAML" in e.message or "cannot read" in e.message for e in result.errors), result.errors
-    mutating = {p.id for p in engine.policies if p.mutations}
-    for result in changed:
-        original, fixed = originals[result.path], result.fixed
-        with open(result.path, encoding="utf-8") as handle:
-            assert handle.read() == fixed
-        missing = [c for c in _comments(original) if c not in _comments(fixed)]
-        assert not missing, f"{result.path}: lost comments {missing}"
-        before, after = split_documents(original), split_documents(fixed)
-        assert len(before) == len(after), result.path
-        for old, new in zip(before, after):
-            assert old.separator == new.separator
-            if yaml.safe_load(old.body) == yaml.safe_load(new.body):
-                assert old.body == new.body, f"{result.path}: an unchanged document was rewritten"
-        # what was written is, document for document, the mutating webhook's answer
-        old_resources = load_text(original, result.path).resources
-        new_resources = load_text(fixed, result.path).resources
-        facts = OfflineFacts(old_resources)
-        assert len(old_resources) == len(new_resources)
-        for old, new in zip(old_resources, new_resources):
-            assert new.obj == _webhook_patched(engine, old, facts), f"{result.path}: {old.describe()}"
-        # and the audit of the fixed file has nothing left to say for the policies that changed it
-        audit = audit_paths(engine, [result.path])
-        for evaluation in audit.evaluations:
-            touched = {policy for policy, _ in result.operations.get(evaluation.resource.describe(), [])}
-            assert touched <= mutating
-            left = [(f.policy, f.rule, f.message) for f in evaluation.findings
-                    if f.policy in touched and f.result == "fail"]
-            assert not left, f"{result.path}: {evaluation.resource.describe()}: {left}"
-    second = fix_paths(engine, [str(root)], write=False)
-    assert not [r.path for r in second if r.changed], "a second fix changed something"
+POD_JSON = """\
+{
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "trainer", "namespace": "ml", "labels": {"z": "1", "a": "2"}},
+    "spec": {
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "main",
+                "image": "registry.example/train:v1",
+                "resources": {"limits": {"nvidia.com/gpu": 1, "memory": "32Gi"}}
+            }
+        ]
+    }
+}
+"""
+
+POD_JSON_FIXED = """\
+{
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "trainer", "namespace": "ml", "labels": {"z": "1", "a": "2"}},
+    "spec": {
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": "main",
+                "image": "registry.example/train:v1",
+                "resources": {"limits": {"nvidia.com/gpu": 1, "memory": "32Gi"}},
+                "volumeMounts": [
+                    {
+                        "name": "dshm",
+                        "mountPath": "/dev/shm"
+                    }
+                ]
+            }
+        ],
+        "volumes": [
+            {
+                "name": "dshm",
+                "emptyDir": {
+                    "medium": "Memory",
+                    "sizeLimit": "8Gi"
+                }
+            }
+        ]
+    }
+}
+"""
+
+
+def test_json_stays_json_with_key_order_and_indentation(tmp_path):
+    path = tmp_path / "pod.json"
+    path.write_text(POD_JSON)
+    result = aiadmit("fix", "--policy", "shm-sized", str(path))
+    assert result.returncode == 0, result.stderr
+    assert path.read_text() == POD_JSON_FIXED
+    assert list(json.loads(path.read_text())["metadata"]["labels"]) == ["z", "a"]
+    assert aiadmit("fix", "--check", "--policy", "shm-sized", str(path)).returncode == 0
+
+
+def test_one_line_json_stays_one_line_json(engine, tmp_path):
+    document = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+    path = tmp_path / "pod.json"
+    path.write_text(json.dumps(document))
+    (result,) = fix_paths(engine, [str(path)], policies={"shm-sized"})
+    assert result.changed and not result.errors
+    text = path.read_text()
+    assert "\n" not in text and text.startswith(json.dumps(document)[:-40])
+    fixed = json.loads(text)
+    assert fixed["spec"]["volumes"][0]["name"] == "dshm" and fixed["spec"]["containers"][0]["volumeMounts"]
+
+
+FOUR = """\
+apiVersion: v1
+kind: Pod
+metadata:
+    name: trainer
+spec:
+    containers:
+        -   name: main
+            image: registry.example/train:v1
+            resources:
+                limits:
+                    nvidia.com/gpu: 1
+    restartPolicy: Never
+"""
+
+FOUR_FIXED = """\
+apiVersion: v1
+kind: Pod
+metadata:
+    name: trainer
+spec:
+    containers:
+        -   name: main
+            image: registry.example/train:v1
+            resources:
+                limits:
+                    nvidia.com/gpu: 1
+            volumeMounts:
+                -   name: dshm
+                    mountPath: /dev/shm
+    restartPolicy: Never
+    volumes:
+        -   name: dshm
+            emptyDir:
+                medium: Memory
+                sizeLimit: 1Gi
+"""
+
+
+FOUR_AT_KEY = """\
+spec:
+    containers:
+    -   name: main
+        image: registry.example/train:v1
+        resources:
+            limits:
+                nvidia.com/gpu: 1
+    restartPolicy: Never
+"""
+
+FOUR_AT_KEY_FIXED = """\
+spec:
+    containers:
+    -   name: main
+        image: registry.example/train:v1
+        resources:
+            limits:
+                nvidia.com/gpu: 1
+        volumeMounts:
+        -   name: dshm
+            mountPath: /dev/shm
+    restartPolicy: Never
+    volumes:
+    -   name: dshm
+        emptyDir:
+            medium: Memory
+            sizeLimit: 1Gi
+"""
+
+FOUR_ONE_SPACE = """\
+spec:
+    containers:
+        - name: main
+          image: registry.example/train:v1
+          resources:
+              limits:
+                  nvidia.com/gpu: 1
+    restartPolicy: Never
+"""
+
+FOUR_ONE_SPACE_FIXED = """\
+spec:
+    containers:
+        - name: main
+          image: registry.example/train:v1
+          resources:
+              limits:
+                  nvidia.com/gpu: 1
+          volumeMounts:
+              - name: dshm
+                mountPath: /dev/shm
+    restartPolicy: Never
+    volumes:
+        - name: dshm
+          emptyDir:
+              medium: Memory
+              sizeLimit: 1Gi
+"""
+
+HEAD = "apiVersion: v1\nkind: Pod\nmetadata:\n    name: trainer\n"
+
+
+@pytest.mark.parametrize("original, expected", [
+    (FOUR, FOUR_FIXED), (HEAD + FOUR_AT_KEY, HEAD + FOUR_AT_KEY_FIXED), (HEAD + FOUR_ONE_SPACE, HEAD + FOUR_ONE_SPACE_FIXED),
+], ids=["indented dashes", "dashes at the key's column", "dash plus one space"])
+def test_yaml_indentation_style_is_kept(engine, tmp_path, original, expected):
+    """A consistently 4-space file keeps its list items where they were, and the additions follow its style."""
+    path = tmp_path / "pod.yaml"
+    path.write_text(original)
+    (result,) = fix_paths(engine, [str(path)], policies={"shm-sized"})
+    assert not result.errors, result.errors
+    assert path.read_text() == expected, path.read_text()
+
+
+@pytest.mark.parametrize("indent, newline", [("\t", "\n"), (2, "\r\n"), (3, "\n")], ids=["tabs", "crlf", "three"])
+def test_json_keeps_tabs_crlf_and_odd_indents(engine, tmp_path, indent, newline):
+    document = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ü-pod", "annotations": {"note": "héllo ✓"}},
+                "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+    text = json.dumps(document, indent=indent, ensure_ascii=False).replace("\n", newline) + newline
+    path = tmp_path / "pod.json"
+    path.write_bytes(text.encode("utf-8"))
+    (result,) = fix_paths(engine, [str(path)], policies={"shm-sized"})
+    assert result.changed and not result.errors, result.errors
+    fixed = path.read_bytes().decode("utf-8")
+    expected = json.loads(text)
+    expected["spec"]["containers"][0]["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    expected["spec"]["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}]
+    # exactly what json.dumps writes for the patched object with the file's own indentation and line ends
+    assert fixed == json.dumps(expected, indent=indent, ensure_ascii=False).replace("\n", newline) + newline

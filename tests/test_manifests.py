@@ -1,8 +1,9 @@
 """The deployment as shipped: manifests/ rendered by real kustomize, checked against Kubernetes' schemas, against
 the kinds table, and against aiadmit's own policies (dogfooding).
 
-Rendering uses `kubectl kustomize` from the e2e build (tests/e2e/cluster/build.sh, pinned v1.34.4), or
-$AIADMIT_KUBECTL, or a kubectl on PATH; with none of them the tests fail rather than skip. Schemas come from
+Rendering uses `kubectl kustomize`: $AIADMIT_KUBECTL, the e2e build's cached kubectl (tests/e2e/cluster/build.sh,
+pinned v1.34.4; CI warms it with tests/e2e/ci-prepare.sh), or a kubectl on PATH. These unit tests never build one
+(a cold build takes minutes and needs Go): without a kubectl the rendering tests skip, saying so. Schemas come from
 kubernetes-validate (PyPI) for Kubernetes 1.34, in strict mode, so a misspelled field fails too. cert-manager's
 kinds are not in those schemas: they get structural checks of the fields this deployment relies on.
 """
@@ -10,7 +11,6 @@ kinds are not in those schemas: they get structural checks of the fields this de
 from __future__ import annotations
 
 import base64
-import glob
 import importlib.util
 import os
 import shutil
@@ -20,10 +20,12 @@ import sys
 import pytest
 import yaml
 
+import testdata
+from testdata import NO_KUBECTL, cached_kubectl
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFESTS = os.path.join(ROOT, "manifests")
 K8S_VERSION = "1.34.0"
-SHARED_CRDS = os.path.join(os.path.dirname(ROOT), "shared", "crds")
 NAMESPACE = "aiadmit-system"
 OVERLAYS = ("base", "overlays/dev", "overlays/cert-manager")
 # Resource names of the built-in pod-bearing kinds: an oracle independent of manifests/sync.py's plural rule.
@@ -42,28 +44,12 @@ def _sync_module():
     return module
 
 
-def _find_kubectl() -> str:
-    explicit = os.environ.get("AIADMIT_KUBECTL")
-    if explicit:
-        return explicit
-    bin_dir = os.environ.get("AIADMIT_E2E_BIN_DIR")
-    if not bin_dir:
-        build = subprocess.run([os.path.join(ROOT, "tests", "e2e", "cluster", "build.sh")],
-                               capture_output=True, text=True)
-        lines = build.stdout.strip().splitlines()
-        bin_dir = lines[-1] if build.returncode == 0 and lines else None
-    if bin_dir and os.access(os.path.join(bin_dir, "kubectl"), os.X_OK):
-        return os.path.join(bin_dir, "kubectl")
-    found = shutil.which("kubectl")
-    if found:
-        return found
-    pytest.fail("no kubectl to render the manifests: run tests/e2e/cluster/build.sh (needs Go), or set "
-                "AIADMIT_KUBECTL / AIADMIT_E2E_BIN_DIR")
-
-
 @pytest.fixture(scope="session")
 def kubectl() -> str:
-    return _find_kubectl()
+    found = cached_kubectl()
+    if not found:
+        pytest.skip(NO_KUBECTL)
+    return found
 
 
 @pytest.fixture(scope="session")
@@ -115,19 +101,11 @@ def test_generated_parts_are_up_to_date():
 def test_webhook_rules_cover_the_kinds_table_exactly(rendered):
     with open(os.path.join(ROOT, "webhook", "k8s", "kinds.yaml"), encoding="utf-8") as handle:
         table = [(e.get("group", ""), e["kind"]) for e in yaml.safe_load(handle)["kinds"]]
-    crd_plurals = {}
-    for path in glob.glob(os.path.join(SHARED_CRDS, "*", "*.yaml")):
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-        head = text.split("\n  versions:\n", 1)[0]  # group and names come first: skip megabytes of schema
-        crd = yaml.load(head, Loader=yaml.CSafeLoader)
-        if "names" not in (crd.get("spec") or {}):
-            crd = yaml.load(text, Loader=yaml.CSafeLoader)
-        crd_plurals[(crd["spec"]["group"], crd["spec"]["names"]["kind"])] = crd["spec"]["names"]["plural"]
+    crd_plurals = testdata.crd_plurals()
     expected = set()
     for key in table:
         resource = BUILTIN_RESOURCES.get(key) or crd_plurals.get(key)
-        assert resource, f"kind {key[1]} (group {key[0]!r}): neither a known built-in nor a CRD in {SHARED_CRDS}"
+        assert resource, f"kind {key[1]} (group {key[0]!r}): neither a known built-in nor a CRD in {testdata.CRDS_FILE}"
         expected.add((key[0], resource))
     for kind, hooks in webhooks(rendered["base"]).items():
         want = expected | ({("autoscaling", "horizontalpodautoscalers")} if kind.startswith("Validating") else set())

@@ -1,23 +1,21 @@
-"""The mutations, applied to every real manifest of the shared corpus.
+"""The mutations, applied to every real manifest of the corpus (tests/data/corpus).
 
 For each corpus resource the engine's patch must
 - apply cleanly with an independent RFC 6902 implementation (`jsonpatch`) and give exactly `Mutation.patched`;
 - leave no failure of a rule that its mutation addresses, unless the failing field was set explicitly in the
   original (an explicit unsafe value is denied, never overwritten);
 - be idempotent: mutating the result yields no operation;
-- only write fields that the kind's CRD schema has (/work/shared/crds): the API server prunes unknown fields of a
+- only write fields that the kind's CRD schema has (tests/data/crds.json.gz): the API server prunes unknown fields of a
   custom resource without an error, so a patch outside the schema would be silently lost.
 """
 
 from __future__ import annotations
 
 import copy
-import glob
 import os
 
 import jsonpatch
 import pytest
-import yaml
 
 from webhook.model import pointer as jp
 from webhook.engine.core import Engine
@@ -25,8 +23,8 @@ from webhook.model.facts import OfflineFacts
 from webhook.model.resource import Resource
 from webhook.inputs.sources import load_paths
 
-CORPUS = "/work/shared/corpus"
-CRDS = "/work/shared/crds"
+from testdata import CORPUS  # tests/data/corpus, in the repository
+from testdata import crd_schemas  # tests/data/crds.json.gz
 
 # policy -> the rules its mutations make pass when the fields they fill in were absent
 ADDRESSED = {
@@ -37,15 +35,12 @@ ADDRESSED = {
     "priority-class": {"set"},
 }
 
-pytestmark = pytest.mark.skipif(not os.path.isdir(CORPUS), reason="the shared corpus is not on this machine")
 
 
 def _corpus():
     """Every corpus resource with the facts of its own file: each file is one project's input, as an audit of it
     would see it (the corpus as a whole is not one cluster: a RuntimeClass of the GPU operator's assets says
     nothing about the clusters the Kubeflow notebooks run in)."""
-    if not os.path.isdir(CORPUS):
-        return []
     loaded = load_paths([CORPUS])
     by_file: dict = {}
     for resource in loaded.resources:
@@ -59,18 +54,7 @@ RESOURCES = [resource for resource, _ in CASES]
 ENGINE = Engine.load()
 
 
-def _crd_schemas() -> dict[tuple[str, str, str], dict]:
-    schemas = {}
-    for path in glob.glob(os.path.join(CRDS, "*", "*.yaml")):
-        with open(path, encoding="utf-8") as handle:
-            crd = yaml.load(handle, Loader=yaml.CSafeLoader)  # the CRDs are megabytes: libyaml
-        for version in crd["spec"]["versions"]:
-            schemas[(crd["spec"]["group"], version["name"], crd["spec"]["names"]["kind"])] = \
-                version["schema"]["openAPIV3Schema"]
-    return schemas
-
-
-SCHEMAS = _crd_schemas() if os.path.isdir(CRDS) else {}
+SCHEMAS = crd_schemas()
 
 
 def _child(schema: dict, token: str):

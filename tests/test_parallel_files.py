@@ -12,7 +12,7 @@ from webhook.app.parallel import MIN_BYTES_PER_JOB, audit_files
 from webhook.outputs.reports import FORMATS, fragment, render
 from webhook.inputs.sources import iter_manifest_files
 
-CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus")
+from testdata import CORPUS  # tests/data/corpus, in the repository
 
 
 def flat(result):
@@ -33,7 +33,6 @@ def tree(tmp_path_factory):
     return root
 
 
-@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="needs ../shared/corpus")
 def test_workers_equal_one_process(tree):
     engine = Engine.load()
     files = list(iter_manifest_files([str(tree)]))
@@ -48,7 +47,6 @@ def test_workers_equal_one_process(tree):
     assert any(f.policy == "gpu-quota" and f.result == "fail" for f in parallel.findings)
 
 
-@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="needs ../shared/corpus")
 def test_an_hpa_keeps_the_audit_in_one_process(tree, tmp_path):
     shutil.copytree(tree, tmp_path / "tree")
     (tmp_path / "tree" / "hpa.yaml").write_text(
@@ -58,7 +56,6 @@ def test_an_hpa_keeps_the_audit_in_one_process(tree, tmp_path):
     assert audit_files(Engine.load(), files, 2) is None
 
 
-@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="needs ../shared/corpus")
 @pytest.mark.parametrize("name", sorted(FORMATS))
 def test_reports_rendered_by_the_workers_equal_one_process(tree, name):
     # The command lets each worker render its objects' part of the report (webhook.outputs.reports.fragment); the report

@@ -14,7 +14,7 @@ import time
 import pytest
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(__file__), ".."))
-CORPUS = os.path.normpath(os.path.join(REPO, "..", "shared", "corpus"))
+from testdata import CORPUS  # tests/data/corpus, in the repository
 
 BAD = """\
 apiVersion: v1

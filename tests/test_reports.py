@@ -6,6 +6,7 @@ is parsed as XML; PolicyReports are read back as YAML and measured in bytes.
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from webhook.outputs.reports import FORMATS, render
 from webhook.outputs.reports.policyreport import build_reports
 
 HERE = os.path.dirname(__file__)
-CORPUS = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "corpus"))
+from testdata import CORPUS, NO_KUBECTL, cached_kubectl  # tests/data/corpus, in the repository
 SARIF_SCHEMA = os.path.join(HERE, "data", "sarif-schema-2.1.0.json")
 GPU_OPERATOR = os.path.join(CORPUS, "NVIDIA__gpu-operator")
 DRA_MULTI = os.path.join(CORPUS, "NVIDIA__k8s-dra-driver-gpu", "demo__specs__quickstart__v1__gpu-test1.yaml")
@@ -44,7 +45,7 @@ def aiadmit(*args, stdin=None, cwd=None):
 
 
 def test_every_format_renders_the_whole_corpus(engine, corpus_result):
-    assert set(FORMATS) == {"text", "json", "sarif", "junit", "policyreport"}
+    assert set(FORMATS) == {"text", "json", "sarif", "junit", "policyreport", "html"}
     assert corpus_result.findings, "the corpus has findings; a report of nothing proves nothing"
     for name in FORMATS:
         assert render(name, corpus_result, engine).strip(), name
@@ -210,8 +211,8 @@ def test_text_groups_by_file_with_remediation_and_a_table(engine, tmp_path):
         if ": shm-sized [" in line or ": resources-declared [" in line:
             assert heading is not None and line.startswith(heading + ":"), (heading, line)
     first = lines.index(headings[0])
-    assert lines[first + 1].startswith(headings[0] + ":")
-    assert lines[first + 2].startswith("    fix: ")
+    assert lines[first + 1].startswith(headings[0] + ":") and lines[first + 2].startswith(headings[0] + ":")
+    assert not [line for line in lines if line.lstrip().startswith("fix:")], "no hint under each finding"
     finding_lines = [line for line in lines if ": shm-sized [deny]" in line]
     assert all(line.split(":")[1].isdigit() and line.split(":")[2].isdigit() for line in finding_lines)
     table = lines.index(next(line for line in lines if line.startswith("policy ")))
@@ -219,6 +220,56 @@ def test_text_groups_by_file_with_remediation_and_a_table(engine, tmp_path):
     assert lines[-1].endswith("errors") and "resources checked" in lines[-1]
     coloured = aiadmit("audit", "--color", "always", GPU_OPERATOR)
     assert "\033[31mdeny\033[0m" in coloured.stdout
+
+
+def _hints(out: str) -> dict[str, str]:
+    """The `how to fix` section: policy id -> its hint, the wrapped lines joined again."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("how to fix"))
+    hints: dict[str, str] = {}
+    current = None
+    for line in lines[start + 1:]:
+        if not line.strip():
+            break
+        if line.startswith("  ") and not line.startswith("    "):
+            current, text = line.strip().split(": ", 1)
+            assert current not in hints, f"{current}: hint given twice"
+            hints[current] = text
+        else:
+            hints[current] += " " + line.strip()
+    return hints
+
+
+def test_text_gives_each_failing_policys_hint_once_in_full(engine):
+    """The corpus report used to carry 728 `fix:` lines of about 10 distinct hints, cut at 200 characters, and the
+    hint under a capability finding was untrusted-hardening's first sentence (about the service-account token)."""
+    out = aiadmit("audit", CORPUS).stdout
+    failing = {line.split(": ", 2)[1].split(" [")[0] for line in out.splitlines() if re.search(r": [\w-]+ \[(deny|warn|audit)\] ", line)}
+    hints = _hints(out)
+    assert set(hints) == failing
+    for policy_id, text in hints.items():
+        assert text == " ".join(engine.by_id[policy_id].remediation.split()), policy_id  # whole, not cut
+        assert "…" not in text
+    assert len(out.splitlines()) < 1000, "the corpus report should be read, not scrolled (it was 1,669 lines)"
+
+
+def test_skips_are_one_line_unless_verbose_and_quiet_is_only_failing_lines():
+    full = aiadmit("audit", CORPUS)
+    out = full.stdout.splitlines()
+    assert not [line for line in out if ", skip]" in line], "skipped checks listed one by one"
+    (summary,) = [line for line in out if "check(s) skipped" in line]
+    assert re.search(r"^\d+ check\(s\) skipped \(unknown, not passed\): gpu-quota \d+× \(cluster facts unknown: "
+                     r"resourceQuotas\); --verbose lists them$", summary), summary
+    count = int(summary.split()[0])
+    verbose = aiadmit("audit", "--verbose", CORPUS).stdout.splitlines()
+    assert len([line for line in verbose if ", skip]" in line]) == count
+    quiet = aiadmit("audit", "--quiet", CORPUS)
+    assert quiet.returncode == full.returncode == 2  # the corpus holds one unparseable file
+    quiet_lines = quiet.stdout.splitlines()
+    failing = [line for line in out if re.search(r": [\w-]+ \[(deny|warn|audit)\] ", line)]
+    errors = [line for line in out if ": error " in line]
+    assert sorted(quiet_lines) == sorted(failing + errors) and quiet_lines
+    assert aiadmit("audit", "--quiet", "--verbose", CORPUS).returncode == 2
 
 
 # ---------------------------------------------------------------------- options
@@ -279,16 +330,6 @@ spec:
 """
 
 
-def _kubectl():
-    """kubectl with kustomize: the one the e2e build produced (tests/e2e/cluster/build.sh), else PATH's."""
-    cache = os.environ.get("AIADMIT_E2E_BIN_DIR") or os.path.join(
-        os.environ.get("AIADMIT_E2E_CACHE", os.path.expanduser("~/.cache/aiadmit-e2e")))
-    for root, _, files in os.walk(cache):
-        if "kubectl" in files and os.path.exists(os.path.join(os.path.dirname(root), ".complete")):
-            return os.path.join(root, "kubectl")
-    return shutil.which("kubectl")
-
-
 def test_helm_template_output_on_stdin_is_attributed_to_resources(engine):
     """What `helm template release ./chart | aiadmit audit -` reads (helm is not installable here: the stream is
     written out as helm prints it, `# Source:` comments and all)."""
@@ -306,9 +347,9 @@ def test_helm_template_output_on_stdin_is_attributed_to_resources(engine):
 
 
 def test_kubectl_kustomize_piped_into_audit(tmp_path):
-    kubectl = _kubectl()
+    kubectl = cached_kubectl()
     if kubectl is None:
-        pytest.skip("no kubectl binary (build tests/e2e/cluster/build.sh or install kubectl)")
+        pytest.skip(NO_KUBECTL)
     base = tmp_path / "base"
     base.mkdir()
     shutil.copy(os.path.join(GPU_OPERATOR, "tests__plugin-test.yaml"), base / "deployment.yaml")
@@ -436,3 +477,21 @@ def test_policyreport_results_are_the_exact_json_of_their_structure_for_every_ki
         assert [status for status, _ in written] == [e["result"] for e in expected]
         checked += len(written)
     assert checked == 30
+
+
+def test_policyreport_packing_is_exact_at_the_limit():
+    """A run of results is `[` + texts + commas + `]`; the packer used to let one end a byte over the limit, which
+    only showed when the corpus's file paths (part of each result) made a run end exactly there."""
+    from webhook.outputs.reports.policyreport import _pack
+
+    texts = ['{"a":"' + "x" * size + '"}' for size in (10, 3, 27, 1, 8, 40, 5)]
+    for limit in range(max(map(len, texts)) + 2, sum(map(len, texts)) + 10):
+        runs = _pack(texts, limit)
+        assert [i for run in runs for i in run] == list(range(len(texts)))
+        for run in runs:
+            encoded = "[" + ",".join(texts[i] for i in run) + "]"
+            assert len(encoded) <= limit, (limit, list(run))
+        # and runs are as long as the limit allows: the next text would not have fitted
+        for run, following in zip(runs, runs[1:]):
+            longer = "[" + ",".join(texts[i] for i in (*run, following.start)) + "]"
+            assert len(longer) > limit

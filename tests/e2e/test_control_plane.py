@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from testdata import crd_files
+
 pytestmark = pytest.mark.e2e
 
 CONTAINER = {"name": "main", "image": "registry.k8s.io/pause:3.10"}
@@ -16,7 +18,7 @@ POD_SPEC = {"containers": [CONTAINER]}
 POD_TEMPLATE = {"spec": POD_SPEC}
 
 # One minimal valid object per AI workload kind (the CRDs come verbatim from
-# /work/shared/crds). The "probe" is a path whose value must read back.
+# /work/shared/crds, or the repository's copy of them in tests/data). The "probe" is a path whose value must read back.
 MINIMAL_OBJECTS = {
     "PyTorchJob": {
         "apiVersion": "kubeflow.org/v1",
@@ -120,7 +122,7 @@ def test_namespace_and_pod_with_python_client(apiserver):
 
 def test_all_shared_crds_established(apiserver, crds):
     crd_dir = Path(os.environ.get("AIADMIT_E2E_CRDS", "/work/shared/crds"))
-    assert len(crds) == len(list(crd_dir.glob("*/*.yaml"))) >= 8
+    assert len(crds) == len(crd_files(crd_dir)) >= 8
     assert {c.split(".", 1)[1] for c in crds} >= {
         "kubeflow.org", "trainer.kubeflow.org", "ray.io", "serving.kserve.io",
         "leaderworkerset.x-k8s.io", "jobset.x-k8s.io"}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import difflib
 import io
+import json
 import os
 import re
 from collections import Counter
@@ -32,7 +33,9 @@ from ruamel.yaml.error import YAMLError as RuamelError
 
 from webhook.model import patch
 from webhook.model import pointer as jp
+from webhook.outputs import jsonfix
 from webhook.outputs.atomicfile import write_atomic
+from webhook.outputs.jsonfix import is_json
 from webhook.engine.core import Engine
 from webhook.model.facts import OfflineFacts
 from webhook.model.resource import InputError
@@ -91,39 +94,48 @@ def _segment_of(segments: list[_Segment], line: int) -> int:
     return found
 
 
-def guess_indent(body: str) -> tuple[int, int]:
-    """(mapping indent, dash offset of a block sequence under its key) most used in a document.
+def guess_indent(body: str) -> tuple[int, int, int]:
+    """(mapping indent, sequence indent, dash offset) most used in a document, in ruamel.yaml's terms.
 
-    Measured on every `key:` line that opens a block and the line below it; the
-    style a file already uses is the style the added lines must follow.
+    Measured on every `key:` line that opens a block and the line below it: a
+    nested key gives the mapping indent; a `- ` item gives the dash's offset under
+    its key and, with the spaces after the dash, the column of the item's content
+    (`sequence` = offset + dash + those spaces). The style a file already uses is
+    the style the added lines must follow (a 4-space file with `-   name:` items
+    keeps them).
     """
     mapping: Counter = Counter()
     offsets: Counter = Counter()
+    gaps: Counter = Counter()
     previous = None  # (indent, opens a block)
     for line in body.splitlines():
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
         indent = len(line) - len(line.lstrip(" "))
+        is_item = stripped.startswith("- ")
+        content = stripped[1:].lstrip() if is_item else stripped
+        if is_item and content:
+            gaps[len(stripped) - len(content)] += 1
         if previous is not None and previous[1] and indent >= previous[0]:
-            if stripped.startswith("- ") or stripped == "-":
+            if is_item or stripped == "-":
                 offsets[indent - previous[0]] += 1
             elif indent > previous[0]:
                 mapping[indent - previous[0]] += 1
-        content = stripped[2:].lstrip() if stripped.startswith("- ") else stripped
         opens = content.endswith(":") and not content.startswith(("'", '"', "{", "["))
-        previous = (indent + (len(stripped) - len(content)) if stripped.startswith("- ") else indent, opens)
+        previous = (indent + (len(stripped) - len(content)) if is_item else indent, opens)
     indent = mapping.most_common(1)[0][0] if mapping else 2
     offset = offsets.most_common(1)[0][0] if offsets else 0
-    return indent, offset
+    gap = gaps.most_common(1)[0][0] if gaps else 2
+    return indent, offset + gap, offset
 
 
 def _round_trip(body: str) -> tuple[object, YAML]:
-    indent, offset = guess_indent(body)
+    indent, sequence, offset = guess_indent(body)
     handler = YAML(typ="rt")
     handler.preserve_quotes = True
     handler.width = 4096  # never re-wrap a long line someone wrote on one line
-    handler.indent(mapping=indent, sequence=max(indent, offset + 2), offset=offset)
+    handler.indent(mapping=indent, sequence=sequence, offset=offset)
     return handler.load(body), handler
 
 
@@ -174,6 +186,9 @@ def fix_text(engine: Engine, text: str, path: str, policies: Optional[set] = Non
         pending.setdefault(line, []).append((resource.origin.base, chosen, mutation, resource))
     if result.errors or not pending:
         return result
+    if is_json(path, text):
+        _fix_json(result, text, pending)
+        return result
 
     segments = split_documents(text)
     for line, changes in pending.items():
@@ -202,6 +217,31 @@ def fix_text(engine: Engine, text: str, path: str, policies: Optional[set] = Non
     if not result.errors:
         result.fixed = "".join(s.separator + s.body for s in segments)
     return result
+
+
+def _fix_json(result: FileFix, text: str, pending: dict) -> None:
+    """A JSON file stays JSON: the additions are inserted as text (outputs/jsonfix.py), then checked like YAML."""
+    changes = [change for line in sorted(pending) for change in pending[line]]
+    first = changes[0][3]
+    try:
+        original = json.loads(text)
+        expected = copy.deepcopy(original)
+        for base, chosen, _, _ in changes:
+            for _, operation in chosen:
+                apply_operation(expected, dict(operation, path=base + operation["path"]))
+        new_text = jsonfix.rewrite(text, first.origin.node, original, expected)
+        if json.loads(new_text) != expected:
+            raise jsonfix.JsonEditError("the edited text does not read back as the patched object")
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        line = first.origin.node.start_mark.line + 1
+        result.errors.append(InputError(result.path, line, f"{first.describe()}: cannot rewrite this JSON document: {exc}"))
+        return
+    problem = _verify(new_text, changes)
+    if problem:
+        result.errors.append(InputError(result.path, first.origin.node.start_mark.line + 1,
+                                        f"{first.describe()}: {problem}"))
+        return
+    result.fixed = new_text
 
 
 def _verify(new_body: str, changes: list[tuple]) -> Optional[str]:

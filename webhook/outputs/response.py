@@ -1,9 +1,10 @@
 """AdmissionResponses: allow, deny and patch answers, with texts fitted to what the API server keeps.
 
 What the API server gets, and why:
-- deny: `allowed: false`, `status.code` 403, a message with one line per failed
-  deny-level policy (`<id>: <message>`, extra findings of the same policy
-  counted, not repeated): kubectl prints it after "denied the request:".
+- deny: `allowed: false`, `status.code` 403, a message with one line per
+  distinct failed deny-level finding (`<id>: <message>`), up to 8,192
+  characters, then a line counting the rest: kubectl prints it after "denied
+  the request:".
 - warn-level findings become `warnings`, one line each, no control characters,
   at most 256 runes each and 4096 in total: the API server drops a warning it
   cannot put in a header and truncates beyond those sizes, so we cut first and
@@ -24,7 +25,8 @@ from webhook.model.resource import Resource
 
 WARNING_RUNES = 256       # k8s.io/apiserver truncates each warning beyond this once the total is exceeded
 WARNINGS_TOTAL_RUNES = 4096  # ... and the total of all warnings of one request
-DENY_LINE_RUNES = 400     # one policy's line in a deny message
+DENY_LINE_RUNES = 400     # one finding's line in a deny message
+DENY_MESSAGE_RUNES = 8192  # a whole deny message: every line up to here, then a count (kubectl, events, audit logs)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 _REASONS = {400: "BadRequest", 403: "Forbidden", 500: "InternalError", 504: "Timeout"}
 
@@ -81,6 +83,8 @@ def _cut(text: str, runes: int) -> str:
 
 
 def deny_message(resource: Resource, blocking: list[Finding]) -> str:
+    """The first line names the object; then one line per distinct failed finding, grouped by policy, each cut at
+    DENY_LINE_RUNES; past DENY_MESSAGE_RUNES in all, a last line counts what is not shown."""
     by_policy: dict[str, list[str]] = {}
     for finding in blocking:
         messages = by_policy.setdefault(finding.policy, [])
@@ -89,9 +93,18 @@ def deny_message(resource: Resource, blocking: list[Finding]) -> str:
             messages.append(message)
     lines = [f"aiadmit denied {resource.describe()}: {len(by_policy)} polic{'y' if len(by_policy) == 1 else 'ies'} "
              f"failed"]
-    for policy, messages in by_policy.items():
-        more = f" (+{len(messages) - 1} more)" if len(messages) > 1 else ""
-        lines.append(_cut(f"{policy}: {messages[0]}", DENY_LINE_RUNES - len(more)) + more)
+    entries = [_cut(f"{policy}: {message}", DENY_LINE_RUNES) for policy, messages in by_policy.items()
+               for message in messages]
+    budget = DENY_MESSAGE_RUNES - len(lines[0]) - 100  # room for the line that counts the rest
+    for number, entry in enumerate(entries):
+        if budget - len(entry) - 1 < 0:
+            rest = entries[number:]
+            policies = ", ".join(dict.fromkeys(entry.split(":", 1)[0] for entry in rest))
+            lines.append(_cut(f"… {len(rest)} more finding(s) not shown ({policies}); `aiadmit audit` lists all",
+                              DENY_LINE_RUNES))
+            break
+        lines.append(entry)
+        budget -= len(entry) + 1
     return "\n".join(lines)
 
 

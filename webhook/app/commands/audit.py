@@ -18,7 +18,7 @@ from webhook.outputs.reports import FORMATS, fragment, render
 from webhook.outputs.reports.policyreport import DEFAULT_MAX_BYTES, DEFAULT_MAX_REPORTS, ETCD_LIMIT
 from webhook.inputs.sources import collector_paused
 from webhook.app.commands import add_engine_options
-from webhook.app.commands import load_engine
+from webhook.app.commands import load_engine, missing_extra
 
 
 def register(subparsers) -> None:
@@ -33,6 +33,11 @@ def register(subparsers) -> None:
                         help="lowest action that makes the exit code 1 (default deny)")
     parser.add_argument("--policy", action="append", metavar="ID", help="only these policies (repeatable)")
     parser.add_argument("--skip", action="append", metavar="ID", help="not these policies (repeatable)")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--verbose", "-v", action="store_true",
+                        help="text format: list every check that was skipped, not only their count")
+    output.add_argument("--quiet", "-q", action="store_true",
+                        help="text format: print only the failing lines (failures and errors), nothing else")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="colour the text format (auto: only on a terminal, and never with NO_COLOR set)")
     add_engine_options(parser)
@@ -99,10 +104,14 @@ def _run(args) -> int:
         return _usage(f"unknown policy id(s): {', '.join(unknown)} (see `aiadmit policies`)")
     selection = {"policies": set(args.policy or []) or None, "skip": set(args.skip or []) or None,
                  "jobs": args.jobs if args.jobs > 0 else default_jobs()}
-    options = {"color": _color(args.color), "fail_on": args.fail_on, "now": time.time(),
+    options = {"color": _color(args.color), "verbose": args.verbose, "quiet": args.quiet,
+               "fail_on": args.fail_on, "now": time.time(),
                "max_bytes": args.max_report_bytes, "max_reports": args.max_reports}
     api = None
     if args.cluster:
+        missing = missing_extra("audit --cluster", "cluster", ("kubernetes",))
+        if missing is not None:
+            return missing
         from webhook.app.clusteraudit import ClusterError, Progress, audit_cluster, connect
         try:
             api, context, default_namespace = connect(args.context, args.kubeconfig)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
+from webhook.app.commands import missing_extra
 
 WEBHOOK_KINDS = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
 
@@ -34,6 +35,9 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    missing = missing_extra("certs", "webhook", ("cryptography",))
+    if missing is not None:
+        return missing
     from webhook.app import certs  # cryptography: imported by the command that needs it, not by every aiadmit start
 
     hosts = certs.service_names(args.service, args.namespace) + list(args.host)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from webhook.app.commands import add_engine_options
+from webhook.app.commands import add_engine_options, missing_extra, policy_paths
 
 DEV_DIR = os.path.join("certs", "dev")
 DEV_HOSTS = ["localhost", "127.0.0.1"]
@@ -69,7 +69,13 @@ def _dev_certs() -> tuple[str, str] | None:
     return os.path.join(DEV_DIR, "tls.crt"), os.path.join(DEV_DIR, "tls.key")
 
 
+SERVER_MODULES = ("flask", "gunicorn", "prometheus_client", "cryptography", "kubernetes")
+
+
 def run(args) -> int:
+    missing = missing_extra("serve", "webhook", SERVER_MODULES)
+    if missing is not None:
+        return missing
     from webhook.app import certs  # cryptography: imported by the command that needs it, not by every aiadmit start
     from webhook.language.config import ConfigError
     from webhook.language.policy import PolicyLoadError
@@ -91,7 +97,7 @@ def run(args) -> int:
         args.no_cluster or args.kubeconfig or args.context or args.dev))
     options = ServeOptions(
         cert_file=cert_file, key_file=key_file, host=host or "0.0.0.0", port=args.port, config=args.config,
-        policies=args.policies or [], own_namespace=args.namespace, workers=args.workers, threads=args.threads,
+        policies=policy_paths(args) or [], own_namespace=args.namespace, workers=args.workers, threads=args.threads,
         reload_interval=args.reload_interval, budget_seconds=args.budget, max_body_bytes=args.max_body,
         on_timeout=args.on_timeout, graceful_timeout=args.graceful_timeout, context_files=args.context,
         kubeconfig=args.kubeconfig, in_cluster=in_cluster, facts_max_age=args.facts_max_age,

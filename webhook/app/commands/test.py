@@ -1,7 +1,12 @@
-"""`aiadmit test DIR...`: run PolicyTest cases (docs/policy-tests.md)."""
+"""`aiadmit test DIR...`: run PolicyTest cases (docs/policy-tests.md).
+
+Exit codes as for audit: 0 every case passed, 1 a case failed, 2 a path that does not exist or a test file that
+cannot be read (a typo in CI must not look like a failing policy, nor like a passing one).
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 
 from webhook.app.policytest import run_tests
@@ -16,6 +21,11 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    missing = [path for path in args.paths if not os.path.exists(path)]
+    if missing:
+        for path in missing:
+            print(f"error: {path}: no such file or directory", file=sys.stderr)
+        return 2
     run_ = run_tests(args.paths)
     for error in run_.errors:
         print(f"ERROR {error}")
@@ -26,4 +36,6 @@ def run(args) -> int:
             print(f"ok   {result.name}")
     print(f"{run_.passed} passed, {run_.failed} failed")
     sys.stdout.flush()
+    if run_.errors:
+        return 2
     return 0 if run_.failed == 0 else 1

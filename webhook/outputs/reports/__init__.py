@@ -1,7 +1,7 @@
 """Report formats for audit results.
 
 Each module has two functions, so that the per-object part of a report can be
-made by the process that evaluated the object (webhook.app.fileaudit's workers)
+made by the process that evaluated the object (the workers of webhook.app.parallel)
 and the rest by the one that writes the report:
 
 - `fragment(evaluation, engine, **options)`: everything the report says about
@@ -18,7 +18,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any, Callable, Optional
 
-FORMATS = {"text": "text", "json": "jsonreport", "sarif": "sarif", "junit": "junit", "policyreport": "policyreport"}
+FORMATS = {"text": "text", "json": "jsonreport", "sarif": "sarif", "junit": "junit", "policyreport": "policyreport",
+           "html": "html"}
 
 
 def _module(name: str):

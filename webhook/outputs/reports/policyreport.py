@@ -117,14 +117,18 @@ def _summary(statuses: list[str]) -> dict:
 
 
 def _pack(texts: list[str], max_bytes: int) -> list[range]:
-    """Consecutive runs of results (by index) whose JSON stays within `max_bytes` each."""
+    """Consecutive runs of results (by index) whose JSON stays within `max_bytes` each.
+
+    A run of n texts is `[` + the texts joined by n - 1 commas + `]`: the sum of (each text + 1) plus 1, which is
+    why `size` starts at 1 (it started at 0 and let a run end one byte over the limit).
+    """
     chunks: list[range] = []
-    start = size = 0
+    start, size = 0, 1
     for index, text in enumerate(texts):
         entry_size = (len(text) if text.isascii() else len(text.encode("utf-8"))) + 1
         if index > start and size + entry_size > max_bytes:
             chunks.append(range(start, index))
-            start, size = index, 0
+            start, size = index, 1
         size += entry_size
     chunks.append(range(start, len(texts)))
     return chunks

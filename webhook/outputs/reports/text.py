@@ -1,25 +1,29 @@
 """`--format text`: for people.
 
 Findings are grouped by file (or cluster context) in line order, each as
-`file:line:col: ID [action] message` so editors and terminals can jump to it,
-with the first sentence of the policy's remediation beneath. A table by policy
-and a one-line total close the report; the total stays the last line so that
-scripts and CI logs can grep it. Colour only when the caller says the output
-is a terminal (and NO_COLOR is unset): escape codes in a CI log are noise.
+`file:line:col: ID [action] message` so editors and terminals can jump to it.
+Then each failing policy's remediation once, in full (a hint under every
+finding repeated ten sentences hundreds of times, cut mid-word, and a policy's
+first sentence is not about every one of its rules). Checks that could not run
+(cluster facts unknown) are one summary line unless `verbose`. A table by
+policy and a one-line total close the report; the total stays the last line so
+that scripts and CI logs can grep it. With `quiet` only the failing lines are
+printed (failures and errors), nothing else. Colour only when the caller says
+the output is a terminal (and NO_COLOR is unset): escape codes in a CI log are
+noise.
 """
 
 from __future__ import annotations
 
-import re
-from collections import defaultdict
-from functools import lru_cache
+import textwrap
+from collections import Counter, defaultdict
 
 from webhook.outputs.reports.jsonreport import summary
 from webhook.outputs.reports import fragments_of
 from webhook.outputs.reports.location import group_key_of, locate
 
 _COLOURS = {"deny": "31", "warn": "33", "audit": "36", "error": "35", "skip": "2", "dim": "2", "bold": "1"}
-_SENTENCE = re.compile(r"(?<=[.!?])\s")
+_WIDTH = 100
 
 
 class _Paint:
@@ -30,18 +34,14 @@ class _Paint:
         return f"\033[{_COLOURS[style]}m{text}\033[0m" if self.enabled else text
 
 
-@lru_cache(maxsize=256)  # one remediation per policy, asked for by every finding
-def first_sentence(text: str, limit: int = 200) -> str:
-    flat = " ".join((text or "").split())
-    sentence = _SENTENCE.split(flat, maxsplit=1)[0]
-    return sentence if len(sentence) <= limit else sentence[:limit - 1].rstrip() + "…"
-
-
-def fragment(evaluation, engine, color: bool = False, **options) -> tuple[str, list[tuple[tuple, str]]]:
+def fragment(evaluation, engine, color: bool = False, verbose: bool = False, quiet: bool = False,
+             **options) -> tuple[str, list[tuple[tuple, str]]]:
     """(the heading the evaluation's findings go under, [(their place in it, their lines)])."""
     paint = _Paint(color)
     items = []
     for finding in evaluation.findings:
+        if finding.result == "skip" and not verbose or quiet and finding.result not in ("fail", "error"):
+            continue
         location = locate(finding)
         style = finding.action if finding.result == "fail" else finding.result
         tag = finding.action if finding.result == "fail" else f"{finding.action}, {finding.result}"
@@ -49,35 +49,40 @@ def fragment(evaluation, engine, color: bool = False, **options) -> tuple[str, l
         if location.cluster is not None or location.from_stdin or not location.line:
             where += f" {location.field}" if location.field else ""
         text = f"{where}: {finding.policy} [{paint(tag, style)}] {finding.message}"
-        policy = engine.by_id.get(finding.policy)
-        if policy is not None and policy.remediation and finding.result == "fail":
-            text += "\n" + paint(f"    fix: {first_sentence(policy.remediation)}", "dim")
         items.append(((location.line, location.column, finding.policy, finding.rule), text))
     return group_key_of(evaluation.resource), items
 
 
-def render(result, engine, fragments=None, color: bool = False, **options) -> str:
+def render(result, engine, fragments=None, color: bool = False, verbose: bool = False, quiet: bool = False,
+           **options) -> str:
     paint = _Paint(color)
     lines: list[str] = []
     for error in result.errors:
         where = f"{error.file}:{error.line}:{error.column}" if error.line else error.file
         lines.append(f"{where}: {paint('error', 'error')} {error.message}")
-    for skipped in result.skipped:
-        lines.append(f"{skipped.file}:{skipped.line}:0: {paint('skipped', 'skip')} {skipped.message}")
-    if lines:
+    for skipped in result.skipped if not quiet else ():
+        lines.append(f"{skipped.file}:{skipped.line}:1: {paint('skipped', 'skip')} {skipped.message}")
+    if lines and not quiet:
         lines.append("")
 
     groups: dict[str, list] = defaultdict(list)
-    for heading, items in fragments_of(fragment, result, engine, fragments, dict(options, color=color)):
+    made = fragments_of(fragment, result, engine, fragments, dict(options, color=color, verbose=verbose, quiet=quiet))
+    for heading, items in made:
         if items:
             groups[heading] += items
     for heading, items in groups.items():
-        lines.append(paint(heading, "bold"))
+        if not quiet:
+            lines.append(paint(heading, "bold"))
         items.sort(key=lambda item: item[0])  # line order within a file; stable for equal places
         lines += [text for _, text in items]
-        lines.append("")
+        if not quiet:
+            lines.append("")
+    if quiet:
+        return "".join(line + "\n" for line in lines)
 
+    lines += _hints(result, engine, paint)
     lines += _table(result, paint)
+    lines += _skips(result, verbose)
     for note in result.notes:
         lines.append(f"note: {note}")
     counts = summary(result)
@@ -85,6 +90,43 @@ def render(result, engine, fragments=None, color: bool = False, **options) -> st
         f"{counts['resources']} resources checked: {counts['deny']} deny, {counts['warn']} warn, "
         f"{counts['audit']} audit, {counts['skipped']} skipped, {counts['errors']} errors")
     return "\n".join(lines) + "\n"
+
+
+def _hints(result, engine, paint) -> list[str]:
+    """Each failing policy's remediation, once and whole, wrapped for a terminal."""
+    failing = sorted({f.policy for f in result.findings if f.result == "fail"})
+    out = []
+    for policy_id in failing:
+        policy = engine.by_id.get(policy_id)
+        if policy is None or not policy.remediation:
+            continue
+        paragraphs = [" ".join(p.split()) for p in policy.remediation.split("\n\n") if p.strip()]
+        for number, paragraph in enumerate(paragraphs):
+            head = f"  {policy_id}: " if number == 0 else "    "
+            out += textwrap.wrap(paragraph, _WIDTH, initial_indent=head, subsequent_indent="    ",
+                                 break_long_words=False, break_on_hyphens=False)
+    if not out:
+        return []
+    return [paint("how to fix (each failing policy once; `aiadmit policies ID` explains it):", "bold"), *out, ""]
+
+
+def _skips(result, verbose: bool) -> list[str]:
+    """One line for every check that could not run (cluster facts unknown, ...), by policy and reason."""
+    reasons: dict[str, Counter] = defaultdict(Counter)
+    for finding in result.findings:
+        if finding.result == "skip":
+            message = finding.message
+            reason = message.split(" skipped: ", 1)[1] if " skipped: " in message else message
+            reasons[finding.policy][reason] += 1
+    if not reasons:
+        return []
+    total = sum(sum(c.values()) for c in reasons.values())
+    parts = []
+    for policy in sorted(reasons):
+        for reason, count in sorted(reasons[policy].items()):
+            parts.append(f"{policy} {count}× ({reason})")
+    more = "" if verbose else "; --verbose lists them"
+    return [f"{total} check(s) skipped (unknown, not passed): {', '.join(parts)}{more}"]
 
 
 def _table(result, paint) -> list[str]:
