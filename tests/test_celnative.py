@@ -29,7 +29,10 @@ from webhook.language.policy import BUILTIN_POLICY_DIR, load_policies
 from webhook.inputs.sources import load_paths, load_text
 from webhook.k8s.workload import Container, PodTemplate, ShapeError, build_workload, template_devices
 
-CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "corpus")
+# The shared corpus sits beside the checkout (../shared) or, for a git worktree elsewhere, at /work/shared.
+CORPUS = next((p for p in (os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "corpus"),
+                           "/work/shared/corpus") if os.path.isdir(p)),
+              os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "corpus"))
 X = {"a": {"c": 1}, "n": None, "l": [1, 2], "fl": 2.0, "i": 7, "s": "héllo", "m": {"k": "v"}}
 ERROR = Exception("any error")  # an expected outcome: the evaluation raises
 

@@ -23,7 +23,9 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFESTS = os.path.join(ROOT, "manifests")
 K8S_VERSION = "1.34.0"
-SHARED_CRDS = os.path.join(os.path.dirname(ROOT), "shared", "crds")
+# The shared CRDs sit beside the checkout (../shared) or, for a git worktree elsewhere, at /work/shared.
+SHARED_CRDS = next((p for p in (os.path.join(os.path.dirname(ROOT), "shared", "crds"), "/work/shared/crds")
+                    if os.path.isdir(p)), os.path.join(os.path.dirname(ROOT), "shared", "crds"))
 NAMESPACE = "aiadmit-system"
 OVERLAYS = ("base", "overlays/dev", "overlays/cert-manager")
 # Resource names of the built-in pod-bearing kinds: an oracle independent of manifests/sync.py's plural rule.
@@ -112,6 +114,7 @@ def test_generated_parts_are_up_to_date():
         os.path.relpath(p, ROOT) for p in stale)
 
 
+@pytest.mark.skipif(not os.path.isdir(SHARED_CRDS), reason="the shared CRDs are not on this machine")
 def test_webhook_rules_cover_the_kinds_table_exactly(rendered):
     with open(os.path.join(ROOT, "webhook", "k8s", "kinds.yaml"), encoding="utf-8") as handle:
         table = [(e.get("group", ""), e["kind"]) for e in yaml.safe_load(handle)["kinds"]]
