@@ -148,8 +148,12 @@ def test_unknown_kind_bears_no_pods():
 
 
 def test_same_kind_name_in_another_group_is_not_confused():
+    # Not the table's apps Deployment (no inference role from the table), yet its pod template is found by shape.
     obj = {"apiVersion": "example.com/v1", "kind": "Deployment", "metadata": {}, "spec": {"template": pod(GPU)}}
-    assert build_workload(Resource(obj), Classification()) is None
+    workload = build_workload(Resource(obj), Classification())
+    assert workload.unlisted == "Deployment (example.com)"
+    assert workload.classes == {"pod", "accelerated", "ai"}
+    assert [t.spec_pointer for t in workload.templates] == ["/spec/template/spec"]
 
 
 @pytest.mark.parametrize("labels, namespace_labels, expected", [
@@ -187,7 +191,31 @@ def test_dynamic_resource_allocation_claims_are_accelerated():
     ({"containers": [], "volumes": "x"}, "/spec/volumes"),
 ])
 def test_malformed_shapes_name_the_field(spec, pointer):
+    # Each is an error for that field, left out of the view; the rest of the resource is still there to check.
     obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
+    workload = build_workload(Resource(obj), Classification())
+    assert [e.pointer for e in workload.errors] == [pointer]
+
+
+def test_malformed_metadata_is_still_fatal():
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": "p", "spec": {"containers": [dict(CPU)]}}
     with pytest.raises(ShapeError) as info:
         build_workload(Resource(obj), Classification())
-    assert info.value.pointer == pointer
+    assert info.value.pointer == "/metadata"
+
+
+def test_a_bad_quantity_is_left_out_of_the_view_and_its_device_still_classifies():
+    container = {"name": "w", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "$GPU_PER_NODE", "memory": "8Gi"}}}
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [container]}}
+    workload = build_workload(Resource(obj), Classification())
+    assert [e.pointer for e in workload.errors] == ["/spec/containers/0/resources/limits/nvidia.com~1gpu"]
+    assert workload.templates[0].containers[0].obj["resources"]["limits"] == {"memory": "8Gi"}
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "$GPU_PER_NODE"  # the object itself is untouched
+    assert "accelerated" in workload.classes
+
+
+def test_containers_without_a_name_are_named_by_their_place():
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"initContainers": [{"image": "x"}], "containers": [{"image": "x"}, {"image": "y"}]}}
+    names = [c.name for c in build_workload(Resource(obj), Classification()).templates[0].containers]
+    assert names == ["initContainers[0]", "containers[0]", "containers[1]"]

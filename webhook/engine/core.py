@@ -58,6 +58,7 @@ class _Scope:
     chosen: tuple = ()
     bound: bool = False  # CEL variables are bound on the first rule that needs CEL, not before
     devices: Optional[dict] = None  # template position -> its devices, when some rule reads templateDevices
+    unreadable: tuple = ()  # pointers of fields reported as input errors: no finding of their own on them
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,10 @@ class Engine:
         except ShapeError as exc:
             evaluation.error_at(exc.pointer, exc.message)
             return scope, []
+        if scope.workload is not None and scope.workload.errors:  # one bad field: its error, and the rest checked
+            for error in scope.workload.errors:
+                evaluation.error_at(error.pointer, error.message)
+            scope.unreadable = tuple(error.pointer for error in scope.workload.errors)
         classes = scope.workload.classes if scope.workload else frozenset()
         evaluation.classes = classes
         scope.ceiling = (namespace_labels or {}).get(self.config.enforcement_label)
@@ -273,8 +278,10 @@ class Engine:
         if container is not None:
             context["container"] = container.obj
             context["containerType"] = container.section
+            context["containerName"] = container.name  # its name, else its field or place: never "?"
+            context["injected"] = container.injected  # what the kind's operator mounts in it (kinds.yaml)
         elif "container" in context:  # a pod-level rule must not see the last template's container
-            del context["container"], context["containerType"]
+            del context["container"], context["containerType"], context["containerName"], context["injected"]
 
     def _cluster(self, scope: _Scope, needed: frozenset) -> dict:
         facts, resource = scope.facts, scope.resource
@@ -393,6 +400,11 @@ class Engine:
                           _where(base, container, rule.path))
 
     def _add(self, scope: _Scope, policy: Policy, rule: Rule, result: str, message: str, pointer: str) -> None:
+        if scope.unreadable and any(pointer == bad or pointer.startswith(bad + "/") for bad in scope.unreadable):
+            return  # the input error on that field says all there is to say
+        if scope.workload is not None and scope.workload.unlisted:
+            message += (f" [{scope.workload.unlisted} is not in the kinds table: this pod template was found by "
+                        f"its shape]")
         scope.evaluation.findings.append(Finding(
             policy=policy.id, rule=rule.name, action=self._action(policy, rule, scope), result=result,
             message=message, resource=scope.resource, pointer=pointer))
@@ -411,7 +423,7 @@ class Engine:
         copy_resource = Resource(working, resource.origin)
         scope, chosen = self._scope(copy_resource, facts)
         chosen = [p for p in chosen if p.mutations and lower(self._actions[p.id], scope.ceiling) != "audit"]
-        if not chosen or scope.workload is None:
+        if not chosen or scope.workload is None or scope.workload.errors:  # never patch what cannot be read whole
             out.patched = working
             return out
         context = new_context()

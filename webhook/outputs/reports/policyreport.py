@@ -128,12 +128,13 @@ def _summary(statuses: list[str]) -> dict:
 def _pack(texts: list[str], max_bytes: int) -> list[range]:
     """Consecutive runs of results (by index) whose JSON stays within `max_bytes` each."""
     chunks: list[range] = []
-    start = size = 0
+    # A list of n entries is its entries, n - 1 commas and two brackets: one byte more than (entry + 1) each.
+    start, size = 0, 1
     for index, text in enumerate(texts):
         entry_size = (len(text) if text.isascii() else len(text.encode("utf-8"))) + 1
         if index > start and size + entry_size > max_bytes:
             chunks.append(range(start, index))
-            start, size = index, 0
+            start, size = index, 1
         size += entry_size
     chunks.append(range(start, len(texts)))
     return chunks
