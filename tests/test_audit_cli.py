@@ -56,7 +56,8 @@ def test_text_output_is_file_line_col_id_action_message(tmp_path):
     assert result.returncode == 1, result.stderr
     lines = result.stdout.splitlines()
     assert f"{path}:10:7: resources-declared [deny] container main must request a non-zero cpu " \
-           f"(resources.requests.cpu, or a cpu limit, which the API server copies into a missing request)" in lines
+           f"(resources.requests.cpu; a limit alone counts too: the API server copies it into the missing " \
+           f"request)" in lines
     assert lines[-1].startswith("1 resources checked:")
     assert "Traceback" not in result.stderr
 

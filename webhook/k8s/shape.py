@@ -16,15 +16,10 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from webhook.model import pointer as jp
+from webhook.k8s.kindnames import holds_no_pods
 
 MAX_DEPTH = 24
 MAX_NODES = 50_000
-# Groups whose objects never hold a pod, and whose documents can be huge (CRD schemas are megabytes).
-PODLESS_GROUPS = frozenset({"apiextensions.k8s.io", "admissionregistration.k8s.io", "rbac.authorization.k8s.io"})
-PODLESS_CORE = frozenset({"ConfigMap", "Secret", "Service", "Namespace", "ServiceAccount", "Endpoints",
-                          "PersistentVolume", "PersistentVolumeClaim", "LimitRange", "ResourceQuota", "Event"})
-
-
 class TooLarge(ValueError):
     """The object has more nodes than the search may visit."""
 
@@ -78,10 +73,8 @@ def template_entries(obj: dict) -> list[dict]:
 
 
 def searchable(group: str, kind: str) -> bool:
-    """Whether an unlisted kind may hold pods at all (CRDs, RBAC and plain data never do)."""
-    if group in PODLESS_GROUPS:
-        return False
-    return not (group == "" and kind in PODLESS_CORE)
+    """Whether an unlisted kind may hold pods at all (the table's `otherKinds` never do: CRDs, RBAC, data)."""
+    return not holds_no_pods(group, kind)
 
 
 def unlisted_name(group: str, kind: str) -> Optional[str]:
