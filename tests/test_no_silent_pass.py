@@ -149,5 +149,7 @@ def test_an_unlisted_kind_with_pod_templates_is_checked_and_says_it_was_found_by
         "/spec/tasks/0/template/spec", "/spec/extra/replicaSpecs/Launcher/template/spec"}
     assert all("[TrainingTask (example.com) is not in the kinds table: this pod template was found by its shape]"
                in f["message"] for f in findings)
+    assert any("TrainingTask (example.com) is not in the kinds table; checked the 2 pod template(s) found by shape"
+               in note for note in report["notes"])
     shm = [f for f in findings if f["policy"] == "shm-sized"]
     assert shm and all("trainer" in f["message"] for f in shm)  # the launcher holds no device

@@ -186,6 +186,10 @@ class Engine:
             for error in scope.workload.errors:
                 evaluation.error_at(error.pointer, error.message)
             scope.unreadable = tuple(error.pointer for error in scope.workload.errors)
+        if scope.workload is not None and scope.workload.unlisted:
+            evaluation.notes.append(f"{resource.describe()} ({resource.origin.file or resource.api_version}): "
+                                    f"{scope.workload.unlisted} is not in the kinds table; checked the "
+                                    f"{len(scope.workload.templates)} pod template(s) found by shape")
         classes = scope.workload.classes if scope.workload else frozenset()
         evaluation.classes = classes
         scope.ceiling = (namespace_labels or {}).get(self.config.enforcement_label)
