@@ -307,7 +307,9 @@ class Engine:
         ref = (scope.resource.obj.get("spec") or {}).get("scaleTargetRef") or {}
         if not isinstance(ref, dict):
             return None
-        target = scope.facts.find(scope.resource.namespace, str(ref.get("kind", "")), str(ref.get("name", "")))
+        # KEDA's ScaledObject may leave the kind out: it then scales an apps/v1 Deployment (KEDA's default).
+        default = "Deployment" if scope.resource.kind == "ScaledObject" else ""
+        target = scope.facts.find(scope.resource.namespace, str(ref.get("kind") or default), str(ref.get("name", "")))
         if target is None:
             return None
         try:
