@@ -101,19 +101,31 @@ def readable(item: dict, pointer: str, rename: dict[str, str], errors: list[Shap
 
 
 def injected(injects: tuple, section: str, position: int, container: dict) -> list[dict]:
-    """What the kind's operator mounts in this container (kinds.yaml `injects`), unless it mounts that path itself."""
+    """What the kind's operator adds to this container (kinds.yaml `injects`), unless the container has it already.
+
+    An entry names its container by index in `containers` (KubeRay's Ray container is the first) or by name
+    (KServe's `main`), and adds either a volume at `mountPath` (skipped when the container mounts that path) or a
+    `probe` (skipped when the container sets that probe). `sizeLimit: limits.memory` is the container's memory limit,
+    absent (unbounded) without one; any other sizeLimit is a quantity as written.
+    """
     out = []
     for entry in injects:
         inject = dict(entry)
-        if inject.get("container") != position or section != "containers":
+        target = inject.get("container")
+        if section != "containers" or not (target == position if isinstance(target, int)
+                                           else target == container.get("name")):
             continue
-        mounts = container.get("volumeMounts") or []
-        if any(isinstance(m, dict) and m.get("mountPath") == inject.get("mountPath") for m in mounts):
+        if "mountPath" in inject:
+            mounts = container.get("volumeMounts") or []
+            if any(isinstance(m, dict) and m.get("mountPath") == inject["mountPath"] for m in mounts):
+                continue
+        if "probe" in inject and container.get(inject["probe"]) is not None:
             continue
         made = {k: v for k, v in inject.items() if k not in ("container", "sizeLimit")}
-        if inject.get("sizeLimit") == "limits.memory":  # sized to the container's memory limit, unbounded without
-            limit = ((container.get("resources") or {}).get("limits") or {}).get("memory")
-            if limit is not None:
-                made["sizeLimit"] = str(limit)
+        size = inject.get("sizeLimit")
+        if size == "limits.memory":  # sized to the container's memory limit, unbounded without one
+            size = ((container.get("resources") or {}).get("limits") or {}).get("memory")
+        if size is not None:
+            made["sizeLimit"] = str(size)
         out.append(made)
     return out
