@@ -210,8 +210,7 @@ def identity_problem(data: dict) -> Optional[tuple[str, str]]:
     if not isinstance(kind, str):
         return "kind", f"kind must be a string, not {type(kind).__name__}"
     if version is None:
-        if isinstance(data.get("metadata"), dict) or kind_table().get(("", kind)) or any(
-                k == kind for _, k in kind_table()):
+        if isinstance(data.get("metadata"), dict) or any(k == kind for _, k in kind_table()):
             return "kind", f"kind {kind} without an apiVersion: not a Kubernetes object"
         return None
     if not isinstance(version, str):
