@@ -153,3 +153,12 @@ def test_an_unlisted_kind_with_pod_templates_is_checked_and_says_it_was_found_by
                in note for note in report["notes"])
     shm = [f for f in findings if f["policy"] == "shm-sized"]
     assert shm and all("trainer" in f["message"] for f in shm)  # the launcher holds no device
+
+
+def test_identity_errors_point_at_line_and_column_of_the_key(tmp_path):
+    path = tmp_path / "pod.yaml"
+    path.write_text("apiVersion: v1\nmetadata: {name: p}\n  \nKind: Pod\n")
+    result = subprocess.run([sys.executable, "-m", "webhook", "audit", str(path)], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 2
+    assert result.stdout.startswith(f"{path}:4:1: error key 'Kind' must be spelt 'kind'")

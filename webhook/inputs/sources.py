@@ -181,13 +181,15 @@ def load_text(text: str, filename: str) -> Loaded:
 _IDENTITY = {"apiversion": "apiVersion", "kind": "kind", "metadata": "metadata", "spec": "spec"}
 
 
-def _key_line(node: yaml.Node, key: str) -> int:
-    """1-based line of a top-level key of a document (the document's first line if absent)."""
+def _key_position(node: yaml.Node, key: str) -> tuple[int, int]:
+    """1-based line and column of a top-level key of a document (the document's start if absent)."""
+    mark = node.start_mark
     if isinstance(node, yaml.MappingNode):
         for key_node, _ in node.value:
             if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
-                return key_node.start_mark.line + 1
-    return node.start_mark.line + 1
+                mark = key_node.start_mark
+                break
+    return mark.line + 1, mark.column + 1
 
 
 def identity_problem(data: dict) -> Optional[tuple[str, str]]:
@@ -233,7 +235,8 @@ def _collect(data: object, node: yaml.Node, filename: str, index: int, loaded: L
         return  # a scalar or foreign document: not ours to judge
     problem = identity_problem(data)
     if problem is not None:
-        loaded.errors.append(InputError(filename, _key_line(node, problem[0]), problem[1]))
+        line, column = _key_position(node, problem[0])
+        loaded.errors.append(InputError(filename, line, problem[1], column))
         return
     kind = data.get("kind")
     if not isinstance(kind, str) or "apiVersion" not in data:
