@@ -56,7 +56,8 @@ def test_text_output_is_file_line_col_id_action_message(tmp_path):
     assert result.returncode == 1, result.stderr
     lines = result.stdout.splitlines()
     assert f"{path}:10:7: resources-declared [deny] container main must request a non-zero cpu " \
-           f"(resources.requests.cpu)" in lines
+           f"(resources.requests.cpu; a limit alone counts too: the API server copies it into the missing " \
+           f"request)" in lines
     assert lines[-1].startswith("1 resources checked:")
     assert "Traceback" not in result.stderr
 
@@ -86,7 +87,10 @@ def test_malformed_documents_are_errors_with_lines_and_the_rest_is_still_checked
     errors = {(e["line"], e["message"]) for e in document["errors"]}
     assert (5, "spec.containers: containers must be a list, not str") in errors
     assert (15, "spec.containers[0].resources.limits.memory: 'lots' is not a Kubernetes quantity") in errors
-    assert {f["resource"]["name"] for f in document["findings"]} == {"gpu"}
+    # One bad field is an error for that field: the rest of its resource is still checked (issue 14).
+    assert {f["resource"]["name"] for f in document["findings"]} == {"gpu", "bad-quantity"}
+    assert not [f for f in document["findings"] if f["path"].endswith("/limits/memory")
+                and f["resource"]["name"] == "bad-quantity"]
     assert "Traceback" not in result.stderr
 
 

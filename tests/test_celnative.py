@@ -288,7 +288,7 @@ def policy_expressions() -> tuple:
 
 
 _POD = {"pod", "podMeta", "template", "templateDevices"}
-_CONTAINER = {"container", "containerType"}
+_CONTAINER = {"container", "containerType", "containerName", "injected"}
 
 
 def _templates(resource, classification):
@@ -327,7 +327,8 @@ def sites(resources, classification):
             yield f"{where}, template {template.name!r}", "pod", at_pod
             for c in template.containers:
                 yield (f"{where}, template {template.name!r}, {c.section} {c.name!r}", "container",
-                       dict(at_pod, container=c.obj, containerType=c.section))
+                       dict(at_pod, container=c.obj, containerType=c.section, containerName=c.name,
+                            injected=c.injected))
 
 
 MAP_ORDER = "a map's iteration order is unspecified (Rust's: hash order; native's: the document's)"

@@ -249,7 +249,7 @@ def test_gpu_pod_without_requests_is_denied_naming_the_policy(apiserver, gpu_nam
     assert p.returncode == 1
     assert DENIED in p.stderr
     assert f"aiadmit denied Pod {gpu_namespace}/no-requests" in p.stderr
-    assert "\nresources-declared: " in p.stderr and "(resources.requests.cpu)" in p.stderr
+    assert "\nresources-declared: " in p.stderr and "(resources.requests.cpu; a limit alone counts too" in p.stderr
     assert stored(apiserver, "pod", "no-requests", gpu_namespace) is None
 
     # The Python client gets the same answer: 403 Forbidden with the policy in the Status message.

@@ -30,9 +30,10 @@ from webhook.model.resource import Origin, Resource
 from webhook.k8s.workload import kind_table
 
 PAGE_SIZE = 500
-# (group, kind) of the objects the cluster facts come from; HPAs are also audited (inference-autoscaling).
+# (group, kind) of the objects the cluster facts come from; HPAs and KEDA ScaledObjects are also audited
+# (inference-autoscaling).
 FACT_KINDS = (("", "Namespace"), ("", "ResourceQuota"), ("scheduling.k8s.io", "PriorityClass"),
-              ("node.k8s.io", "RuntimeClass"), ("autoscaling", "HorizontalPodAutoscaler"))
+              ("node.k8s.io", "RuntimeClass"), ("autoscaling", "HorizontalPodAutoscaler"), ("keda.sh", "ScaledObject"))
 REPORT_GROUP, REPORT_VERSION = "wgpolicyk8s.io", "v1alpha2"
 MANAGED_SELECTOR = "app.kubernetes.io/managed-by=aiadmit"
 

@@ -86,9 +86,11 @@ def rebuild(resource: Resource, data: tuple) -> Evaluation:
 # A file worth more than this many bytes of text per process before forking pays.
 MIN_BYTES_PER_JOB = 128 * 1024
 _DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
-_FACT_NAMES = ("Namespace", "ResourceQuota", "PriorityClass", "RuntimeClass", "HorizontalPodAutoscaler")
+_FACT_NAMES = ("Namespace", "ResourceQuota", "PriorityClass", "RuntimeClass", "HorizontalPodAutoscaler",
+               "ScaledObject")
 _FACT_KIND = re.compile(r"""\bkind["']?\s*:\s*(?:!!str\s+)?["']?"""
-                        r"""(Namespace|ResourceQuota|PriorityClass|RuntimeClass|HorizontalPodAutoscaler)\b""")
+                        r"""(Namespace|ResourceQuota|PriorityClass|RuntimeClass|HorizontalPodAutoscaler"""
+                        r"""|ScaledObject)\b""")
 
 
 def _fact_documents(text: str, path: str) -> list[Resource]:
@@ -150,7 +152,7 @@ def audit_files(engine: Engine, files: list[str], jobs: int, prepare: Optional[C
     for path, text in texts:
         if any(name in text for name in _FACT_NAMES):  # substrings first: 10x cheaper than the kind pattern
             fact_resources += _fact_documents(text, path)
-    if any(r.kind == "HorizontalPodAutoscaler" for r in fact_resources):
+    if any(r.kind in ("HorizontalPodAutoscaler", "ScaledObject") for r in fact_resources):
         return None  # its target may be in any file: only one process sees them all
     facts = OfflineFacts(fact_resources)
 

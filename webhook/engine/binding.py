@@ -33,6 +33,7 @@ class Scope:
     chosen: tuple = ()
     bound: bool = False  # CEL variables are bound on the first rule that needs CEL, not before
     devices: Optional[dict] = None  # template position -> its devices, when some rule reads templateDevices
+    unreadable: tuple = ()  # pointers of fields reported as input errors: no finding of their own on them
 
 
 def bind_resource(context: Activation, scope: Scope, chosen: list, classification: Classification) -> None:
@@ -86,8 +87,10 @@ def enter(context: Activation, scope: Scope, template: Optional[PodTemplate], po
     if container is not None:
         context["container"] = container.obj
         context["containerType"] = container.section
+        context["containerName"] = container.name  # its name, else its field or place: never "?"
+        context["injected"] = container.injected  # what the kind's operator mounts in it (kinds.yaml)
     elif "container" in context:  # a pod-level rule must not see the last template's container
-        del context["container"], context["containerType"]
+        del context["container"], context["containerType"], context["containerName"], context["injected"]
 
 
 def cluster_facts(scope: Scope, needed: frozenset, classification: Classification) -> dict:
@@ -112,7 +115,9 @@ def _hpa_target(scope: Scope, classification: Classification) -> Optional[dict]:
     ref = (scope.resource.obj.get("spec") or {}).get("scaleTargetRef") or {}
     if not isinstance(ref, dict):
         return None
-    target = scope.facts.find(scope.resource.namespace, str(ref.get("kind", "")), str(ref.get("name", "")))
+    # KEDA's ScaledObject may leave the kind out: it then scales an apps/v1 Deployment (KEDA's default).
+    default = "Deployment" if scope.resource.kind == "ScaledObject" else ""
+    target = scope.facts.find(scope.resource.namespace, str(ref.get("kind") or default), str(ref.get("name", "")))
     if target is None:
         return None
     try:

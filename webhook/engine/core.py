@@ -103,6 +103,14 @@ class Engine:
         except ShapeError as exc:
             evaluation.error_at(exc.pointer, exc.message)
             return scope, []
+        if scope.workload is not None and scope.workload.errors:  # one bad field: its error, and the rest checked
+            for error in scope.workload.errors:
+                evaluation.error_at(error.pointer, error.message)
+            scope.unreadable = tuple(error.pointer for error in scope.workload.errors)
+        if scope.workload is not None and scope.workload.unlisted:
+            evaluation.notes.append(f"{resource.describe()} ({resource.origin.file or resource.api_version}): "
+                                    f"{scope.workload.unlisted} is not in the kinds table; checked the "
+                                    f"{len(scope.workload.templates)} pod template(s) found by shape")
         classes = scope.workload.classes if scope.workload else frozenset()
         evaluation.classes = classes
         scope.ceiling = (namespace_labels or {}).get(self.config.enforcement_label)
@@ -209,6 +217,11 @@ class Engine:
                       where(base, container, rule.path))
 
     def _add(self, scope: Scope, policy: Policy, rule: Rule, result: str, message: str, pointer: str) -> None:
+        if scope.unreadable and any(pointer == bad or pointer.startswith(bad + "/") for bad in scope.unreadable):
+            return  # the input error on that field says all there is to say
+        if scope.workload is not None and scope.workload.unlisted:
+            message += (f" [{scope.workload.unlisted} is not in the kinds table: this pod template was found by "
+                        f"its shape]")
         scope.evaluation.findings.append(Finding(
             policy=policy.id, rule=rule.name, action=self.enforcement.action(policy, rule, scope.ceiling),
             result=result, message=message, resource=scope.resource, pointer=pointer))
@@ -220,4 +233,6 @@ class Engine:
         working = copy.deepcopy(resource.obj)
         scope, chosen = self.scope(Resource(working, resource.origin), facts)
         chosen = [p for p in chosen if p.mutations and not self.enforcement.observes_only(p, scope.ceiling)]
+        if scope.workload is not None and scope.workload.errors:  # never patch what cannot be read whole
+            chosen = []
         return mutation.mutate(scope, chosen, working, self.config.classification, deadline)

@@ -16,6 +16,8 @@ from typing import Iterable, Iterator, Optional
 
 import yaml
 
+from webhook.k8s.kindnames import kind_problem
+from webhook.k8s.workload import kind_table
 from webhook.model.resource import InputError, Origin, Resource
 from webhook.inputs.yamlnodes import construct
 
@@ -89,14 +91,30 @@ def _load_paths(paths: Iterable[str], stdin_name: str) -> Loaded:
     loaded = Loaded()
     for path in iter_manifest_files(paths):
         if path == "-":
-            loaded.extend(load_text(sys.stdin.read(), stdin_name))
+            text, name = sys.stdin.read(), stdin_name
+        else:
+            text, error = read_text(path)
+            if error is not None:
+                loaded.errors.append(error)
+                continue
+            name = path
+        # An empty pipe is a failed producer (`helm template ... | aiadmit audit -` without helm), not a clean input.
+        # An empty file is left alone: repositories hold placeholders, and pre-commit names every changed file.
+        if path == "-" and is_empty(text):
+            loaded.errors.append(InputError(name, 0, "empty input: no YAML document in it (did the command that "
+                                                     "should have written it fail?)"))
             continue
-        text, error = read_text(path)
-        if error is not None:
-            loaded.errors.append(error)
-            continue
-        loaded.extend(load_text(text, path))
+        loaded.extend(load_text(text, name))
     return loaded
+
+
+def is_empty(text: str) -> bool:
+    """Whether a text holds no YAML content at all: nothing but blanks, comments and document markers."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#") and stripped not in ("---", "..."):
+            return False
+    return True
 
 
 def read_text(path: str) -> tuple[Optional[str], Optional[InputError]]:
@@ -139,6 +157,52 @@ def load_text(text: str, filename: str) -> Loaded:
     return loaded
 
 
+_IDENTITY = {"apiversion": "apiVersion", "kind": "kind", "metadata": "metadata", "spec": "spec"}
+
+
+def _key_position(node: yaml.Node, key: str) -> tuple[int, int]:
+    """1-based line and column of a top-level key of a document (the document's start if absent)."""
+    mark = node.start_mark
+    if isinstance(node, yaml.MappingNode):
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
+                mark = key_node.start_mark
+                break
+    return mark.line + 1, mark.column + 1
+
+
+def identity_problem(data: dict) -> Optional[tuple[str, str]]:
+    """(top-level key to point at, why this document is a broken Kubernetes object), or None.
+
+    A document that is plainly meant as an object (it has an apiVersion, a known kind, or metadata and a spec) and
+    that the API server would reject for its identity would otherwise be dropped as "not ours", a silent pass.
+    """
+    for key in data:
+        if isinstance(key, str) and key.lower() in _IDENTITY and key != _IDENTITY[key.lower()]:
+            return key, (f"key {key!r} must be spelt {_IDENTITY[key.lower()]!r}: Kubernetes field names are "
+                         f"case-sensitive")
+    kind, version = data.get("kind"), data.get("apiVersion")
+    if version is None and kind is None:
+        if isinstance(data.get("metadata"), dict) and isinstance(data.get("spec"), dict):
+            return "metadata", "a Kubernetes object needs apiVersion and kind; this one has neither"
+        return None
+    if kind is None or kind == "":
+        return "apiVersion", f"apiVersion {version!r} without a kind: not a Kubernetes object"
+    if not isinstance(kind, str):
+        return "kind", f"kind must be a string, not {type(kind).__name__}"
+    if version is None:
+        if isinstance(data.get("metadata"), dict) or any(k == kind for _, k in kind_table()):
+            return "kind", f"kind {kind} without an apiVersion: not a Kubernetes object"
+        return None
+    if not isinstance(version, str):
+        return "apiVersion", f"apiVersion must be a string, not {type(version).__name__}"
+    group = version.rsplit("/", 1)[0] if "/" in version else ""
+    if kind.endswith("List") and isinstance(data.get("items"), list):
+        return None
+    problem = kind_problem(group, kind)
+    return ("kind", problem) if problem else None
+
+
 def _collect(data: object, node: yaml.Node, filename: str, index: int, loaded: Loaded) -> None:
     if data is None:
         return
@@ -148,6 +212,11 @@ def _collect(data: object, node: yaml.Node, filename: str, index: int, loaded: L
             loaded.errors.append(InputError(filename, line, "a list of objects is not a Kubernetes object: "
                                             "wrap it in 'kind: List' with 'items'"))
         return  # a scalar or foreign document: not ours to judge
+    problem = identity_problem(data)
+    if problem is not None:
+        line, column = _key_position(node, problem[0])
+        loaded.errors.append(InputError(filename, line, problem[1], column))
+        return
     kind = data.get("kind")
     if not isinstance(kind, str) or "apiVersion" not in data:
         return  # configuration of some other tool (values.yaml, kustomization patches, ...)

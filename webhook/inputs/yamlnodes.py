@@ -12,7 +12,7 @@ sets, custom tags), so the result always equals `yaml.safe_load`.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Optional
 
 import yaml
 
@@ -32,6 +32,34 @@ class Fallback(Exception):
     """A node this fast path leaves to PyYAML's constructor."""
 
 
+class DuplicateKey(yaml.MarkedYAMLError):
+    """A map that names one key twice. YAML forbids it; PyYAML keeps the last value, which would let a second
+    `resources:` or `securityContext:` silently replace the first, so it is an input error with the key's line."""
+
+    def __init__(self, key: object, mark):
+        super().__init__(problem=f"duplicate key {key!r} (the later value would silently replace the earlier)",
+                         problem_mark=mark)
+
+
+def check_duplicates(node: yaml.Node, seen: Optional[set] = None) -> None:
+    """Raise DuplicateKey for the first map under `node` that repeats a scalar key (merge keys `<<` excepted)."""
+    seen = set() if seen is None else seen
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        names: set = set()
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != _MERGE:
+                if key_node.value in names:
+                    raise DuplicateKey(key_node.value, key_node.start_mark)
+                names.add(key_node.value)
+            check_duplicates(value_node, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for item in node.value:
+            check_duplicates(item, seen)
+
+
 def construct(node: yaml.Node, fallback, aliases: bool = True) -> Any:
     """The value of `node`; `fallback(node)` builds the document with PyYAML when a node is unusual.
 
@@ -41,6 +69,7 @@ def construct(node: yaml.Node, fallback, aliases: bool = True) -> Any:
     try:
         return _value(node, {} if aliases else None)
     except Fallback:
+        check_duplicates(node)
         return fallback(node)
 
 
@@ -91,6 +120,8 @@ def _value(node: yaml.Node, seen: dict | None) -> Any:
             name = _value(key_node, seen)
             if isinstance(name, (list, dict)):
                 raise Fallback()  # PyYAML reports unhashable keys with its own message
+            if name in mapping:
+                raise DuplicateKey(name, key_node.start_mark)
             mapping[name] = _value(value_node, seen)
         return mapping
     raise Fallback()

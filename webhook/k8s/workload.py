@@ -8,29 +8,19 @@ untrusted) happens here once per resource so that policies only match on it.
 from __future__ import annotations
 
 import fnmatch
-import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterator, Optional
 
-import yaml
-
 from webhook.model import pointer as jp
-from webhook.model.quantity import QuantityError, parse_quantity
+from webhook.model.quantity import parse_quantity
 from webhook.model.resource import Resource
+from webhook.k8s.containers import ShapeError, check_list_of_maps, injected, readable
+from webhook.k8s.kindnames import KINDS_FILE, table_data
+from webhook.k8s.shape import TooLarge, searchable, template_entries, unlisted_name
 
-KINDS_FILE = os.path.join(os.path.dirname(__file__), "kinds.yaml")
 AI_CLASSES = frozenset({"accelerated", "training", "inference", "notebook"})
 ROLES = ("training", "inference", "notebook")
-
-
-class ShapeError(ValueError):
-    """A field of the wrong type where Kubernetes expects a certain shape."""
-
-    def __init__(self, pointer: str, message: str):
-        super().__init__(message)
-        self.pointer = pointer
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -47,6 +37,7 @@ class TemplateSpec:
     default_replicas: int = 1
     min_replicas: Optional[str] = None
     subtract_if: Optional[str] = None
+    injects: tuple[tuple[tuple[str, Any], ...], ...] = ()  # what the operator adds to a container (kinds.yaml)
 
 
 @dataclass(frozen=True)
@@ -72,16 +63,13 @@ def _template_spec(entry: dict) -> TemplateSpec:
         default_replicas=int(entry.get("defaultReplicas", 1)),
         min_replicas=entry.get("minReplicas"),
         subtract_if=entry.get("subtractIf"),
+        injects=tuple(tuple(sorted(item.items())) for item in entry.get("injects", ())),
     )
-
-
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @lru_cache(maxsize=None)
 def kind_table(path: str = KINDS_FILE) -> dict[tuple[str, str], KindSpec]:
-    with open(path, encoding="utf-8") as handle:
-        data = yaml.load(handle, Loader=_LOADER)  # libyaml: a tenth of the pure-Python loader's 13 ms
+    data = table_data(path)
     table = {}
     for entry in data["kinds"]:
         spec = KindSpec(
@@ -103,10 +91,18 @@ class Container:
     pointer: str
     section: str  # containers | initContainers | <extra field name>
     rename: dict[str, str] = field(default_factory=dict)
+    injected: list = field(default_factory=list)  # volumes an operator mounts in it (kinds.yaml `injects`)
 
     @property
     def name(self) -> str:
-        return str(self.obj.get("name") or self.section)
+        """How messages name it: its `name`, else its field (KServe's `sklearn`, TrainJob's `trainer`), else its
+        place (`containers[0]`)."""
+        name = self.obj.get("name")
+        if isinstance(name, str) and name:
+            return name
+        if self.section in ("containers", "initContainers"):
+            return f"{self.section}[{self.pointer.rsplit('/', 1)[-1]}]"
+        return self.section
 
     def field_pointer(self, rel: str) -> str:
         """Pointer of a field given relative to the container (``/resources/limits``), renames applied."""
@@ -138,6 +134,8 @@ class Workload:
     tier: Optional[str]
     devices: frozenset[str]
     pod_count: int
+    errors: list[ShapeError] = field(default_factory=list)  # bad fields: each left out, the rest still checked
+    unlisted: Optional[str] = None  # "Kind (group)" when not in the kinds table: templates found by shape
 
     @property
     def is_ai(self) -> bool:
@@ -186,6 +184,8 @@ def _expand(obj: Any, tokens: tuple[str, ...], prefix: tuple[str, ...] = (), bou
                 yield from _expand(value, rest, prefix + (str(position),), str(label))
     elif isinstance(obj, dict) and head in obj:
         yield from _expand(obj[head], rest, prefix + (head,), bound)
+    elif isinstance(obj, list) and head.isdigit() and int(head) < len(obj):  # a concrete index (found by shape)
+        yield from _expand(obj[int(head)], rest, prefix + (head,), bound)
 
 
 def _count(obj: Any, base: str, rel: Optional[str], default: int = 1) -> int:
@@ -197,44 +197,7 @@ def _count(obj: Any, base: str, rel: Optional[str], default: int = 1) -> int:
     return value
 
 
-def _check_list_of_maps(value: Any, pointer: str, what: str) -> list:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise ShapeError(pointer, f"{what} must be a list, not {type(value).__name__}")
-    for position, item in enumerate(value):
-        if not isinstance(item, dict):
-            raise ShapeError(f"{pointer}/{position}", f"{what} items must be maps, not {type(item).__name__}")
-    return value
-
-
-def _check_container(container: dict, pointer: str, rename: dict[str, str]) -> None:
-    resources_field = rename.get("resources", "resources")
-    resources = container.get(resources_field)
-    if resources is not None:
-        where = f"{pointer}/{jp.escape(resources_field)}"
-        if not isinstance(resources, dict):
-            raise ShapeError(where, f"resources must be a map, not {type(resources).__name__}")
-        for section in ("requests", "limits"):
-            values = resources.get(section)
-            if values is None:
-                continue
-            if not isinstance(values, dict):
-                raise ShapeError(f"{where}/{section}", f"resources.{section} must be a map")
-            for name, quantity in values.items():
-                try:
-                    parse_quantity(quantity)
-                except QuantityError as exc:
-                    raise ShapeError(f"{where}/{section}/{jp.escape(name)}", str(exc)) from None
-    for list_field in ("volumeMounts", "env", "ports"):
-        _check_list_of_maps(container.get(list_field), f"{pointer}/{list_field}", list_field)
-    for str_list in ("command", "args"):
-        value = container.get(str_list)
-        if value is not None and not isinstance(value, list):
-            raise ShapeError(f"{pointer}/{str_list}", f"{str_list} must be a list of strings")
-
-
-def _locate(resource: Resource, kind: KindSpec) -> list[PodTemplate]:
+def _locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], dropped: set[str]) -> list[PodTemplate]:
     obj = resource.obj
     templates = []
     for spec in kind.templates:
@@ -250,7 +213,8 @@ def _locate(resource: Resource, kind: KindSpec) -> list[PodTemplate]:
                 if pod_spec is None:
                     continue
                 if not isinstance(pod_spec, dict):
-                    raise ShapeError(spec_pointer, f"pod spec of {name} must be a map")
+                    errors.append(ShapeError(spec_pointer, f"pod spec of {name} must be a map"))
+                    continue
             metadata, metadata_pointer = {}, None
             if spec.metadata is not None:
                 metadata_pointer = jp.relative(base, spec.metadata)
@@ -259,12 +223,21 @@ def _locate(resource: Resource, kind: KindSpec) -> list[PodTemplate]:
             containers = []
             if pod_spec is not None:
                 for section in ("initContainers", "containers"):
-                    items = _check_list_of_maps(pod_spec.get(section), f"{spec_pointer}/{section}", section)
+                    try:
+                        items = check_list_of_maps(pod_spec.get(section), f"{spec_pointer}/{section}", section)
+                    except ShapeError as exc:
+                        errors.append(exc)
+                        continue
                     for position, item in enumerate(items):
                         pointer = f"{spec_pointer}/{section}/{position}"
-                        _check_container(item, pointer, {})
-                        containers.append(Container(item, pointer, section))
-                _check_list_of_maps(pod_spec.get("volumes"), f"{spec_pointer}/volumes", "volumes")
+                        view = readable(item, pointer, {}, errors, dropped)
+                        containers.append(Container(view, pointer, section,
+                                                    injected=injected(spec.injects, section, position, view)))
+                try:
+                    check_list_of_maps(pod_spec.get("volumes"), f"{spec_pointer}/volumes", "volumes")
+                except ShapeError as exc:
+                    errors.append(exc)
+                    pod_spec = {k: v for k, v in pod_spec.items() if k != "volumes"}
             rename = dict(spec.rename)
             for extra in spec.containers:
                 pointer = jp.relative(base, extra)
@@ -272,13 +245,13 @@ def _locate(resource: Resource, kind: KindSpec) -> list[PodTemplate]:
                 if item is None:
                     continue
                 if not isinstance(item, dict):
-                    raise ShapeError(pointer, f"{extra} must be a map")
-                _check_container(item, pointer, rename)
-                view = item
+                    errors.append(ShapeError(pointer, f"{extra} must be a map"))
+                    continue
+                view = readable(item, pointer, rename, errors, dropped)
                 if rename:
-                    view = dict(item)
+                    view = dict(view)
                     for alias, real in rename.items():
-                        view[alias] = item.get(real)
+                        view[alias] = view.get(real)
                         view.pop(real, None)
                     view = {k: v for k, v in view.items() if v is not None}
                 containers.append(Container(view, pointer, extra, rename))
@@ -325,15 +298,32 @@ def build_workload(resource: Resource, classification: Classification,
                    namespace_labels: Optional[dict] = None) -> Optional[Workload]:
     """The workload view of a resource, or None when the kind bears no pods.
 
-    Raises ShapeError when a field that aiadmit must read has the wrong type.
+    A kind the table does not list is searched for pod specs by shape (webhook/k8s/shape.py); the workload then
+    says so in `unlisted`. A field aiadmit cannot read (a quantity that is not one, a list that is a string) is left
+    out of the view rules read and listed in `errors`: the rest of the resource is still checked. Raises ShapeError
+    only when nothing of it can be read (metadata that is not a map, an unlisted kind too large to search).
     """
     kind = kind_table().get((resource.group, resource.kind))
+    unlisted = None
     if kind is None:
-        return None
+        if not searchable(resource.group, resource.kind):
+            return None
+        try:
+            entries = template_entries(resource.obj)
+        except TooLarge as exc:
+            raise ShapeError("", f"{resource.kind} is not in the kinds table and is too large to search for pod "
+                                 f"templates ({exc})") from None
+        if not entries:
+            return None
+        unlisted = unlisted_name(resource.group, resource.kind)
+        kind = KindSpec(resource.kind, resource.group, None, None, tuple(_template_spec(e) for e in entries))
     if not isinstance(resource.obj.get("metadata", {}), dict):
         raise ShapeError("/metadata", "metadata must be a map")
-    templates = _locate(resource, kind)
-    devices = _devices(templates, classification)
+    errors: list[ShapeError] = []
+    dropped: set[str] = set()
+    templates = _locate(resource, kind, errors, dropped)
+    # A device whose quantity is unreadable still makes the workload accelerated: its name is what classifies it.
+    devices = _devices(templates, classification) | {d for d in dropped if classification.is_accelerator(d)}
     claims = any(t.spec and t.spec.get("resourceClaims") for t in templates)
     classes = {"pod"}
     if devices or claims:
@@ -357,4 +347,4 @@ def build_workload(resource: Resource, classification: Classification,
     if classes & AI_CLASSES:
         classes.add("ai")
     pod_count = sum(t.pod_count for t in templates)
-    return Workload(resource, templates, frozenset(classes), role, tier, devices, pod_count)
+    return Workload(resource, templates, frozenset(classes), role, tier, devices, pod_count, errors, unlisted)

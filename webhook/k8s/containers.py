@@ -1,0 +1,131 @@
+"""What rules may read of one container: its fields as written, less those aiadmit cannot read.
+
+A container whose quantity is a placeholder (`$GPU_PER_NODE`) or whose `env` is a
+string is still a container: the unreadable field is reported as an input error at
+its own pointer and left out of the view the policies read, so every other rule
+still runs on the rest of the resource. This module also says what an operator
+mounts in a container (kinds.yaml `injects`), which the view carries as `injected`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from webhook.model import pointer as jp
+from webhook.model.quantity import QuantityError, parse_quantity
+
+
+class ShapeError(ValueError):
+    """A field of the wrong type where Kubernetes expects a certain shape."""
+
+    def __init__(self, pointer: str, message: str):
+        super().__init__(message)
+        self.pointer = pointer
+        self.message = message
+
+
+def check_list_of_maps(value: Any, pointer: str, what: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ShapeError(pointer, f"{what} must be a list, not {type(value).__name__}")
+    for position, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise ShapeError(f"{pointer}/{position}", f"{what} items must be maps, not {type(item).__name__}")
+    return value
+
+
+def _container_problems(container: dict, pointer: str, rename: dict[str, str]) -> list[tuple[ShapeError, tuple]]:
+    """Each field of a container aiadmit cannot read, with the path (real field names) to leave out of its view."""
+    problems: list[tuple[ShapeError, tuple]] = []
+    resources_field = rename.get("resources", "resources")
+    resources = container.get(resources_field)
+    if resources is not None:
+        where = f"{pointer}/{jp.escape(resources_field)}"
+        if not isinstance(resources, dict):
+            problems.append((ShapeError(where, f"resources must be a map, not {type(resources).__name__}"),
+                             (resources_field,)))
+            resources = {}
+        for section in ("requests", "limits"):
+            values = resources.get(section)
+            if values is None:
+                continue
+            if not isinstance(values, dict):
+                problems.append((ShapeError(f"{where}/{section}", f"resources.{section} must be a map"),
+                                 (resources_field, section)))
+                continue
+            for name, quantity in values.items():
+                try:
+                    parse_quantity(quantity)
+                except QuantityError as exc:
+                    problems.append((ShapeError(f"{where}/{section}/{jp.escape(name)}", str(exc)),
+                                     (resources_field, section, name)))
+    for list_field in ("volumeMounts", "env", "ports"):
+        try:
+            check_list_of_maps(container.get(list_field), f"{pointer}/{list_field}", list_field)
+        except ShapeError as exc:
+            problems.append((exc, (list_field,)))
+    for str_list in ("command", "args"):
+        value = container.get(str_list)
+        if value is not None and not isinstance(value, list):
+            problems.append((ShapeError(f"{pointer}/{str_list}", f"{str_list} must be a list of strings"), (str_list,)))
+    return problems
+
+
+def _without(obj: dict, paths: list[tuple]) -> dict:
+    """A copy of `obj` with each path left out, copying only the maps on the way (everything else is shared)."""
+    out = dict(obj)
+    for path in paths:
+        node = out
+        for token in path[:-1]:
+            child = node.get(token)
+            if not isinstance(child, dict):
+                break
+            node[token] = node = dict(child)
+        else:
+            node.pop(path[-1], None)
+    return out
+
+
+def readable(item: dict, pointer: str, rename: dict[str, str], errors: list[ShapeError],
+              dropped: set[str]) -> dict:
+    """The container as rules may read it: the fields in `errors` left out (names of quantities go to `dropped`)."""
+    problems = _container_problems(item, pointer, rename)
+    if not problems:
+        return item
+    for error, path in problems:
+        errors.append(error)
+        if len(path) == 3:
+            dropped.add(str(path[2]))
+    return _without(item, [path for _, path in problems])
+
+
+def injected(injects: tuple, section: str, position: int, container: dict) -> list[dict]:
+    """What the kind's operator adds to this container (kinds.yaml `injects`), unless the container has it already.
+
+    An entry names its container by index in `containers` (KubeRay's Ray container is the first) or by name
+    (KServe's `main`), and adds either a volume at `mountPath` (skipped when the container mounts that path) or a
+    `probe` (skipped when the container sets that probe). `sizeLimit: limits.memory` is the container's memory limit,
+    absent (unbounded) without one; any other sizeLimit is a quantity as written.
+    """
+    out = []
+    for entry in injects:
+        inject = dict(entry)
+        target = inject.get("container")
+        if section != "containers" or not (target == position if isinstance(target, int)
+                                           else target == container.get("name")):
+            continue
+        if "mountPath" in inject:
+            mounts = container.get("volumeMounts") or []
+            if any(isinstance(m, dict) and m.get("mountPath") == inject["mountPath"] for m in mounts):
+                continue
+        if "probe" in inject and container.get(inject["probe"]) is not None:
+            continue
+        made = {k: v for k, v in inject.items() if k not in ("container", "sizeLimit")}
+        size = inject.get("sizeLimit")
+        if size == "limits.memory":  # sized to the container's memory limit, unbounded without one
+            size = ((container.get("resources") or {}).get("limits") or {}).get("memory")
+        if size is not None:
+            made["sizeLimit"] = str(size)
+        out.append(made)
+    return out
