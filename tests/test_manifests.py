@@ -592,3 +592,20 @@ def test_dockerignore_keeps_the_build_context_to_what_the_image_needs():
     assert allowed == {"pyproject.toml", "README.md", "webhook", "policies"}
     copied = {a.split()[0] for word, a in _dockerfile() if word == "COPY" and not a.startswith("--")}
     assert copied <= {"pyproject.toml", "webhook", "policies"}, copied
+
+
+def test_every_kustomize_path_in_the_docs_is_a_kustomization():
+    """`kubectl apply -k manifests/` used to be what a reader tried: every `-k PATH` / `kubectl kustomize PATH` the
+    install docs show must name a directory with a kustomization (placeholders such as <overlay> aside)."""
+    import re
+
+    named = set()
+    for doc in ("README.md", "manifests/README.md", "docs/operations.md"):
+        with open(os.path.join(ROOT, doc), encoding="utf-8") as handle:
+            text = handle.read()
+        named |= {(doc, m) for m in re.findall(r"(?:-k|kubectl kustomize)\s+(manifests/[\w./<>-]*)", text)}
+    assert len(named) >= 5, named
+    for doc, path in sorted(named):
+        if "<" in path:
+            continue
+        assert os.path.isfile(os.path.join(ROOT, path, "kustomization.yaml")), f"{doc}: {path} is not a kustomization"
