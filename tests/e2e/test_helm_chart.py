@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import importlib.util
 import json
 import os
 import re
@@ -27,9 +28,21 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import _find_go, ensure_binaries
-
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _e2e_helpers():
+    """tests/e2e/conftest.py's build helpers, loaded by path: `import conftest` could be tests/conftest.py when the
+    whole suite runs."""
+    spec = importlib.util.spec_from_file_location("aiadmit_e2e_build", Path(__file__).with_name("conftest.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+_helpers = _e2e_helpers()
+_find_go, ensure_binaries = _helpers._find_go, _helpers.ensure_binaries
 CHART = ROOT / "charts" / "aiadmit"
 MANIFESTS = ROOT / "manifests"
 BUILD_HELM = Path(__file__).resolve().parent / "cluster" / "build-helm.sh"
