@@ -14,6 +14,7 @@ Two measurements, each tool in turn, rounds interleaved (this machine is shared 
 - the corpus: ../shared/corpus without `_unparseable/` (when present), once per round.
 
     python3 bench/peers.py [--rounds 5] [--checkov /tmp/checkov-venv/bin/checkov] [--gator PATH] [--kyverno PATH]
+                           [--corpus DIR | --no-corpus]
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ def main() -> int:
     parser.add_argument("--checkov", default="/tmp/checkov-venv/bin/checkov")
     parser.add_argument("--gator", default=os.path.expanduser("~/.cache/aiadmit-peers/bin/gator"))
     parser.add_argument("--kyverno", default="")
+    parser.add_argument("--gator-version", default="", help="what to print for gator (`go install` leaves it unset)")
+    parser.add_argument("--corpus", default=CORPUS, help=f"the corpus directory (default {CORPUS})")
     parser.add_argument("--no-corpus", action="store_true")
     args = parser.parse_args()
 
@@ -109,21 +112,25 @@ def main() -> int:
         with open(os.path.join(policy_dir, "template.yaml"), "w") as handle:
             handle.write(TEMPLATE)
         corpus = None
-        if not args.no_corpus and os.path.isdir(CORPUS):
+        if not args.no_corpus and os.path.isdir(args.corpus):
             corpus = os.path.join(scratch, "corpus")
-            shutil.copytree(CORPUS, corpus, ignore=shutil.ignore_patterns("_unparseable"))
+            shutil.copytree(args.corpus, corpus, ignore=shutil.ignore_patterns("_unparseable"))
 
         tools: list[tuple[str, str, callable]] = [
             ("python3 -c pass", sys.version.split()[0], lambda target: [sys.executable, "-c", "pass"]),
             ("aiadmit audit", version([sys.executable, "-m", "webhook", "--version"]),
              lambda target: [sys.executable, "-m", "webhook", "audit", "-j", "1", target]),
+            # A first run on a fresh machine: no compiled programs on disk yet (webhook/app/diskcache.py).
+            ("aiadmit audit, AIADMIT_NO_CACHE=1", version([sys.executable, "-m", "webhook", "--version"]),
+             lambda target: ["env", "AIADMIT_NO_CACHE=1", sys.executable, "-m", "webhook", "audit", "-j", "1",
+                             target]),
         ]
         if os.access(args.checkov, os.X_OK):
             tools.append(("checkov --framework kubernetes", version([args.checkov, "--version"]),
                           lambda target: [args.checkov, "--framework", "kubernetes", "--quiet", "--compact",
                                           "-o", "json", "-d" if os.path.isdir(target) else "-f", target]))
         if os.access(args.gator, os.X_OK):
-            tools.append(("gator test (1 template)", version([args.gator, "--version"]),
+            tools.append(("gator test (1 template)", args.gator_version or version([args.gator, "--version"]),
                           lambda target: [args.gator, "test", "-f", policy_dir, "-f", target]))
         if args.kyverno and os.access(args.kyverno, os.X_OK):
             tools.append(("kyverno apply (no policy)", version([args.kyverno, "version"]),
