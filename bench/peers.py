@@ -5,7 +5,8 @@ CLI, a Go module: `go install github.com/open-policy-agent/gatekeeper/v3/cmd/gat
 Polaris do not (their Go module hosts are not reachable from here), nor is Kyverno's CLI built by default (a long
 build; pass --kyverno PATH if you have one). Each tool runs its own default checks, so the rows compare the cost
 of a run as CI and pre-commit pay it, not equal work: gator has no default policies, so it gets one
-ConstraintTemplate written for this bench (containers must request memory), the least it can be asked to do.
+ConstraintTemplate written for this bench (containers must request memory), the least it can be asked to do, and
+the Kyverno CLI (no default policies either) the same rule as one ClusterPolicy.
 
 Two measurements, each tool in turn, rounds interleaved (this machine is shared and noisy; best of N counts):
 - one Pod: a single small GPU Pod manifest, the pre-commit case (a handful of files per run); the CPU time
@@ -69,6 +70,25 @@ spec:
     kinds: [{apiGroups: [""], kinds: [Pod]}]
 """
 
+KYVERNO_POLICY = """\
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: require-memory-requests}
+spec:
+  validationFailureAction: Audit
+  rules:
+    - name: memory-requested
+      match:
+        any:
+          - resources: {kinds: [Pod]}
+      validate:
+        message: containers must request memory
+        pattern:
+          spec:
+            containers:
+              - resources: {requests: {memory: "?*"}}
+"""
+
 
 def run(command: list[str], env: dict) -> tuple[float, float, int]:
     """(wall seconds, child CPU seconds, exit code) of one cold process."""
@@ -96,6 +116,7 @@ def main() -> int:
     parser.add_argument("--gator", default=os.path.expanduser("~/.cache/aiadmit-peers/bin/gator"))
     parser.add_argument("--kyverno", default="")
     parser.add_argument("--gator-version", default="", help="what to print for gator (`go install` leaves it unset)")
+    parser.add_argument("--kyverno-version", default="", help="what to print for the Kyverno CLI")
     parser.add_argument("--corpus", default=CORPUS, help=f"the corpus directory (default {CORPUS})")
     parser.add_argument("--no-corpus", action="store_true")
     args = parser.parse_args()
@@ -111,6 +132,9 @@ def main() -> int:
         os.mkdir(policy_dir)
         with open(os.path.join(policy_dir, "template.yaml"), "w") as handle:
             handle.write(TEMPLATE)
+        kyverno_policy = os.path.join(scratch, "kyverno-policy.yaml")
+        with open(kyverno_policy, "w") as handle:
+            handle.write(KYVERNO_POLICY)
         corpus = None
         if not args.no_corpus and os.path.isdir(args.corpus):
             corpus = os.path.join(scratch, "corpus")
@@ -133,8 +157,8 @@ def main() -> int:
             tools.append(("gator test (1 template)", args.gator_version or version([args.gator, "--version"]),
                           lambda target: [args.gator, "test", "-f", policy_dir, "-f", target]))
         if args.kyverno and os.access(args.kyverno, os.X_OK):
-            tools.append(("kyverno apply (no policy)", version([args.kyverno, "version"]),
-                          lambda target: [args.kyverno, "apply", policy_dir, "--resource", target]))
+            tools.append(("kyverno apply (1 policy)", args.kyverno_version or version([args.kyverno, "version"]),
+                          lambda target: [args.kyverno, "apply", kyverno_policy, "--resource", target]))
 
         targets = [("one Pod", pod)] + ([("corpus", corpus)] if corpus else [])
         best: dict[tuple[str, str], tuple[float, float, int]] = {}

@@ -63,7 +63,7 @@ def helm(request) -> str:
     say = request.config.pluginmanager.get_plugin("terminalreporter")
     if say is not None:
         say.write_line(f"aiadmit e2e: locating/building helm via {BUILD_HELM.relative_to(ROOT)} (cached after the "
-                       "first build; a cold build took about 2 min on 2 cores here)")
+                       "first build; a fully cold build took under 5 min on 2 busy cores here)")
     done = subprocess.run(["bash", str(BUILD_HELM)], capture_output=True, text=True, env=env, timeout=1800)
     if done.returncode == 127:
         pytest.skip("no helm: not cached and no Go toolchain to build it (tests/e2e/cluster/build-helm.sh; "
