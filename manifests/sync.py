@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Keep the generated parts of manifests/base in step with the repository.
 
-Two things in the kustomize base are derived, not written by hand:
+What is derived in the deployment (kustomize base, components, Helm chart), not written by hand:
 
 1. `base/policies/*.yaml`: a copy of the bundle in `policies/`. kustomize refuses
    files outside a kustomization's root, so the `aiadmit-policies` ConfigMap
