@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Keep the generated parts of manifests/base in step with the repository.
+"""Keep the generated parts of the deployment (manifests/, charts/aiadmit) in step with the repository.
 
 What is derived in the deployment (kustomize base, components, Helm chart), not written by hand:
 
