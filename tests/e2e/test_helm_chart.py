@@ -271,14 +271,23 @@ def test_rendered_chart_is_audited_clean_by_aiadmit(helm, tmp_path):
 def test_rendered_objects_are_accepted_by_the_api_server(helm, apiserver, tmp_path):
     """Server-side dry run of everything the chart renders (secret certificates, priority classes on, enforce),
     into a namespace of its own that has the chart's Pod Security labels: every object is accepted by the real
-    kube-apiserver's validation and admission, with no warning (Pod Security "restricted" included)."""
+    kube-apiserver's validation and admission, with no warning (Pod Security "restricted" included). Nothing but
+    that namespace is created."""
     namespace = f"aiadmit-helm-{uuid.uuid4().hex[:6]}"
     certs = tmp_path / "certs"
     run(sys.executable, "-m", "webhook", "certs", "generate", "--out", str(certs), "--service", "aiadmit",
         "--namespace", namespace)
     ca = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
+    # The session's API server is shared: other modules create ai-* PriorityClasses of their own, and a class's
+    # value is immutable, so the chart's classes are dry-run under suffixed names (everything else as shipped).
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text())["priorityClasses"]["classes"]
+    suffix = namespace.rsplit("-", 1)[1]
+    values = tmp_path / "classes.yaml"
+    values.write_text(yaml.safe_dump({"priorityClasses": {"classes": [
+        dict(c, name=f"{c['name']}-{suffix}") for c in defaults]}}))
     objects = template(helm, "certificates.source=secret", f"certificates.caBundle={ca}",
-                       "priorityClasses.create=true", "namespace.create=true", namespace=namespace)
+                       "priorityClasses.create=true", "namespace.create=true", namespace=namespace, values=values)
+    assert sum(o["kind"] == "PriorityClass" for o in objects) == 7
     (ns_object,) = [o for o in objects if o["kind"] == "Namespace"]
     apiserver.kubectl("apply", "--server-side", "--field-manager=aiadmit-e2e", "-f", "-", input=json.dumps(ns_object))
     rest = [o for o in objects if o["kind"] != "Namespace"]
