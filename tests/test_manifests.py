@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFESTS = os.path.join(ROOT, "manifests")
 K8S_VERSION = "1.34.0"
 NAMESPACE = "aiadmit-system"
-OVERLAYS = ("base", "overlays/dev", "overlays/cert-manager")
+OVERLAYS = ("base", "overlays/dev", "overlays/cert-manager", "overlays/audit")
 # Resource names of the built-in pod-bearing kinds: an oracle independent of manifests/sync.py's plural rule.
 BUILTIN_RESOURCES = {
     ("", "Pod"): "pods", ("", "PodTemplate"): "podtemplates", ("", "ReplicationController"): "replicationcontrollers",
@@ -145,7 +145,7 @@ def test_every_object_validates_against_kubernetes_schemas(rendered, overlay):
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_namespaced_objects_are_in_the_webhook_namespace(rendered, overlay):
     cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration",
-                      "MutatingWebhookConfiguration"}
+                      "MutatingWebhookConfiguration", "PriorityClass"}
     for obj in rendered[overlay]:
         want = None if obj["kind"] in cluster_scoped else NAMESPACE
         assert obj["metadata"].get("namespace") == want, f"{obj['kind']}/{obj['metadata']['name']}"
@@ -282,7 +282,49 @@ def test_rbac_is_read_only_and_exactly_what_the_live_context_watches(rendered):
     assert not any(o["kind"] in ("Role", "RoleBinding") for o in rendered["base"])
 
 
-# ---------------------------------------------------------------------------------------------- certificates
+# ---------------------------------------------------------------------------------------------- first install
+def test_priority_classes_component_ships_every_class_the_policy_names(rendered):
+    """Every class priority-class allows (and its mutation writes) exists in the component, none is the cluster's
+    globalDefault, and the classes that yield by definition (preemptible, batch, untrusted) never preempt."""
+    policy = yaml.safe_load(open(os.path.join(ROOT, "policies", "priority-class.yaml"), encoding="utf-8"))
+    named = {c for entry in policy["params"]["priorityClasses"].values() for c in entry["allowed"] + [entry["default"]]}
+    classes = {o["metadata"]["name"]: o for o in rendered["overlays/audit"] if o["kind"] == "PriorityClass"}
+    assert set(classes) == named
+    assert not any(c["globalDefault"] for c in classes.values())
+    never = {name for name, c in classes.items() if c["preemptionPolicy"] == "Never"}
+    assert never == {"ai-training-preemptible", "ai-batch", "ai-untrusted"}
+    value = {name: c["value"] for name, c in classes.items()}
+    assert value["ai-inference-critical"] > value["ai-inference"] > value["ai-training"] > value["ai-notebook"] \
+        > value["ai-untrusted"] > value["ai-batch"] > value["ai-training-preemptible"] > 0
+    assert max(value.values()) <= 1_000_000_000  # the API server's ceiling for user classes
+    assert not any(o["kind"] == "PriorityClass" for o in rendered["base"]), "optional: not in the base"
+
+
+@pytest.mark.parametrize("mode", ["audit", "warn"])
+def test_rollout_components_lower_every_policy_and_fail_open(kubectl, workdir, tmp_path, mode):
+    """base + components/<mode>-mode, loaded exactly as a replica would: no policy keeps a deny (audit: none keeps
+    anything above audit), and the validating webhook fails open."""
+    directory = workdir / "overlays" / f"under-test-{mode}"  # in the copy: kustomize takes relative paths only
+    directory.mkdir()
+    (directory / "kustomization.yaml").write_text(yaml.safe_dump({
+        "resources": ["../../base"], "components": [f"../../components/{mode}-mode"]}))
+    objects = render(kubectl, directory)[1]
+    hooks = webhooks(objects)
+    assert hooks["ValidatingWebhookConfiguration"][0]["failurePolicy"] == "Ignore"
+    assert hooks["MutatingWebhookConfiguration"][0]["failurePolicy"] == "Ignore"
+    engine = _engine_from_config_maps(objects, tmp_path)
+    allowed = {"audit"} if mode == "audit" else {"warn", "audit"}
+    assert set(engine.by_id) == {n[:-5] for n in os.listdir(os.path.join(ROOT, "policies")) if n.endswith(".yaml")}
+    assert set(engine.enforcement.actions.values()) <= allowed, engine.enforcement.actions
+    # A GPU training Job that fails most of the bundle: admitted, every finding at most `allowed`.
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "ml"},
+           "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+               {"name": "main", "image": "trainer:latest", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}}
+    result = _audit(engine, [job], "GPU Job")
+    failed = [f for f in result.findings if f.result == "fail"]
+    assert {f.policy for f in failed} >= {"resources-declared", "shm-sized", "priority-class"}
+    assert {f.action for f in failed} <= allowed
+
 def _pem_of(bundle: str) -> bytes:
     return base64.b64decode("".join(bundle.split()))
 
@@ -534,3 +576,20 @@ def test_dockerignore_keeps_the_build_context_to_what_the_image_needs():
     assert allowed == {"pyproject.toml", "README.md", "webhook", "policies"}
     copied = {a.split()[0] for word, a in _dockerfile() if word == "COPY" and not a.startswith("--")}
     assert copied <= {"pyproject.toml", "webhook", "policies"}, copied
+
+
+def test_every_kustomize_path_in_the_docs_is_a_kustomization():
+    """`kubectl apply -k manifests/` used to be what a reader tried: every `-k PATH` / `kubectl kustomize PATH` the
+    install docs show must name a directory with a kustomization (placeholders such as <overlay> aside)."""
+    import re
+
+    named = set()
+    for doc in ("README.md", "manifests/README.md", "docs/operations.md"):
+        with open(os.path.join(ROOT, doc), encoding="utf-8") as handle:
+            text = handle.read()
+        named |= {(doc, m) for m in re.findall(r"(?:-k|kubectl kustomize)\s+(manifests/[\w./<>-]*)", text)}
+    assert len(named) >= 5, named
+    for doc, path in sorted(named):
+        if "<" in path:
+            continue
+        assert os.path.isfile(os.path.join(ROOT, path, "kustomization.yaml")), f"{doc}: {path} is not a kustomization"

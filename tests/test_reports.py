@@ -45,7 +45,7 @@ def aiadmit(*args, stdin=None, cwd=None):
 
 
 def test_every_format_renders_the_whole_corpus(engine, corpus_result):
-    assert set(FORMATS) == {"text", "json", "sarif", "junit", "policyreport", "html"}
+    assert set(FORMATS) == {"text", "json", "sarif", "junit", "policyreport", "openreports", "html"}
     assert corpus_result.findings, "the corpus has findings; a report of nothing proves nothing"
     for name in FORMATS:
         assert render(name, corpus_result, engine).strip(), name

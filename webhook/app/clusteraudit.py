@@ -34,7 +34,10 @@ PAGE_SIZE = 500
 # (inference-autoscaling).
 FACT_KINDS = (("", "Namespace"), ("", "ResourceQuota"), ("scheduling.k8s.io", "PriorityClass"),
               ("node.k8s.io", "RuntimeClass"), ("autoscaling", "HorizontalPodAutoscaler"), ("keda.sh", "ScaledObject"))
-REPORT_GROUP, REPORT_VERSION = "wgpolicyk8s.io", "v1alpha2"
+# The report APIs `--apply-reports` writes: apiVersion -> (namespaced plural, cluster-scoped plural).
+REPORT_APIS = {"wgpolicyk8s.io/v1alpha2": ("policyreports", "clusterpolicyreports"),
+               "openreports.io/v1alpha1": ("reports", "clusterreports")}
+POLICY_REPORT_API = "wgpolicyk8s.io/v1alpha2"
 MANAGED_SELECTOR = "app.kubernetes.io/managed-by=aiadmit"
 
 
@@ -256,82 +259,84 @@ def audit_cluster(engine: Engine, api, context: str, namespaces: Optional[list[s
 
 
 def apply_reports(api, reports: Iterable[dict], namespaces: Optional[list[str]] = None,
-                  log: Callable[[str], None] = lambda _: None) -> list[str]:
-    """Create or replace each report, then delete aiadmit's stale reports in the audited scope.
+                  log: Callable[[str], None] = lambda _: None, api_version: str = POLICY_REPORT_API) -> list[str]:
+    """Create or replace each report, then delete aiadmit's stale reports of `api_version` in the audited scope.
 
+    `api_version` is one of REPORT_APIS (wgpolicyk8s.io PolicyReports or OpenReports); every report must be of it.
     Returns problems (one line each); an empty list means every report is in the cluster.
     """
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
     custom = client.CustomObjectsApi(api)
+    group, version = api_version.split("/")
+    plurals = REPORT_APIS[api_version]
     problems: list[str] = []
     written: set[tuple[str, str, str]] = set()
     for report in reports:
+        if report.get("apiVersion") != api_version:
+            raise ValueError(f"{report.get('kind')} of {report.get('apiVersion')} given to apply {api_version}")
         namespace = report["metadata"].get("namespace")
-        plural = "policyreports" if namespace else "clusterpolicyreports"
+        plural = plurals[0] if namespace else plurals[1]
         name = report["metadata"]["name"]
+        scope = (namespace,) if namespace else ()
+        get = custom.get_namespaced_custom_object if namespace else custom.get_cluster_custom_object
         try:
             try:
-                if namespace:
-                    current = custom.get_namespaced_custom_object(REPORT_GROUP, REPORT_VERSION, namespace, plural, name)
-                else:
-                    current = custom.get_cluster_custom_object(REPORT_GROUP, REPORT_VERSION, plural, name)
+                current = get(group, version, *scope, plural, name)
             except ApiException as exc:
                 if exc.status != 404:
                     raise
                 current = None
             if current is None:
-                if namespace:
-                    custom.create_namespaced_custom_object(REPORT_GROUP, REPORT_VERSION, namespace, plural, report)
-                else:
-                    custom.create_cluster_custom_object(REPORT_GROUP, REPORT_VERSION, plural, report)
+                create = custom.create_namespaced_custom_object if namespace else custom.create_cluster_custom_object
+                create(group, version, *scope, plural, report)
                 log(f"created {report['kind']} {namespace + '/' if namespace else ''}{name}")
             else:
                 body = dict(report, metadata=dict(report["metadata"],
                                                   resourceVersion=current["metadata"]["resourceVersion"]))
-                if namespace:
-                    custom.replace_namespaced_custom_object(REPORT_GROUP, REPORT_VERSION, namespace, plural, name,
-                                                            body)
-                else:
-                    custom.replace_cluster_custom_object(REPORT_GROUP, REPORT_VERSION, plural, name, body)
+                replace = (custom.replace_namespaced_custom_object if namespace
+                           else custom.replace_cluster_custom_object)
+                replace(group, version, *scope, plural, name, body)
                 log(f"replaced {report['kind']} {namespace + '/' if namespace else ''}{name}")
             written.add((plural, namespace or "", name))
         except ApiException as exc:
-            hint = " (is the wgpolicyk8s.io PolicyReport CRD installed?)" if exc.status == 404 else ""
+            hint = f" (is the {group} {report['kind']} CRD installed?)" if exc.status == 404 else ""
             problems.append(f"{report['kind']} {namespace + '/' if namespace else ''}{name}: "
                             f"{exc.status} {exc.reason}{hint}")
-    problems += _delete_stale(custom, written, namespaces, log)
+    problems += _delete_stale(custom, group, version, plurals, written, namespaces, log)
     return problems
 
 
-def _delete_stale(custom, written: set, namespaces: Optional[list[str]], log) -> list[str]:
+def _delete_stale(custom, group: str, version: str, plurals: tuple[str, str], written: set,
+                  namespaces: Optional[list[str]], log) -> list[str]:
     """Reports aiadmit wrote earlier for the same scope that this run no longer produces (a fixed namespace)."""
     from kubernetes.client.exceptions import ApiException
 
+    namespaced, cluster_scoped = plurals
     problems = []
     try:
         if namespaces:
             found = [item for ns in namespaces for item in custom.list_namespaced_custom_object(
-                REPORT_GROUP, REPORT_VERSION, ns, "policyreports", label_selector=MANAGED_SELECTOR)["items"]]
+                group, version, ns, namespaced, label_selector=MANAGED_SELECTOR)["items"]]
         else:
-            found = custom.list_cluster_custom_object(REPORT_GROUP, REPORT_VERSION, "policyreports",
+            found = custom.list_cluster_custom_object(group, version, namespaced,
                                                       label_selector=MANAGED_SELECTOR)["items"]
-            found += custom.list_cluster_custom_object(REPORT_GROUP, REPORT_VERSION, "clusterpolicyreports",
+            found += custom.list_cluster_custom_object(group, version, cluster_scoped,
                                                        label_selector=MANAGED_SELECTOR)["items"]
     except ApiException as exc:
         return [] if exc.status == 404 else [f"listing old reports: {exc.status} {exc.reason}"]
     for item in found:
         namespace = item["metadata"].get("namespace") or ""
-        plural = "policyreports" if namespace else "clusterpolicyreports"
+        plural = namespaced if namespace else cluster_scoped
         name = item["metadata"]["name"]
         if (plural, namespace, name) in written:
             continue
         try:
             if namespace:
-                custom.delete_namespaced_custom_object(REPORT_GROUP, REPORT_VERSION, namespace, plural, name)
+                custom.delete_namespaced_custom_object(group, version, namespace, plural, name)
             else:
-                custom.delete_cluster_custom_object(REPORT_GROUP, REPORT_VERSION, plural, name)
+                custom.delete_cluster_custom_object(group, version, plural, name)
             log(f"deleted stale {item.get('kind', plural)} {namespace + '/' if namespace else ''}{name}")
         except ApiException as exc:
             if exc.status != 404:

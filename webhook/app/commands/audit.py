@@ -20,6 +20,9 @@ from webhook.inputs.sources import collector_paused
 from webhook.app.commands import add_engine_options
 from webhook.app.commands import load_engine, missing_extra
 
+# The formats --apply-reports can write, and the apiVersion of their objects (webhook.app.clusteraudit.REPORT_APIS).
+REPORT_FORMATS = {"policyreport": "wgpolicyk8s.io/v1alpha2", "openreports": "openreports.io/v1alpha1"}
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -53,9 +56,9 @@ def register(subparsers) -> None:
                          help="also audit objects a listed controller owns (a Deployment's ReplicaSets and Pods)")
     cluster.add_argument("--page-size", type=int, default=500, metavar="N", help="list page size (default 500)")
     cluster.add_argument("--apply-reports", action="store_true",
-                         help="with --format policyreport: write the reports into the cluster (create/replace, "
-                              "and delete aiadmit's stale ones in the audited namespaces)")
-    reports = parser.add_argument_group("policyreport format")
+                         help="with --format policyreport or openreports: write the reports into the cluster "
+                              "(create/replace, and delete aiadmit's stale ones in the audited namespaces)")
+    reports = parser.add_argument_group("policyreport and openreports formats")
     reports.add_argument("--max-report-bytes", type=int, default=DEFAULT_MAX_BYTES, metavar="N",
                          help=f"split a namespace's results into reports of at most N bytes "
                               f"(default {DEFAULT_MAX_BYTES}; etcd refuses objects over {ETCD_LIMIT})")
@@ -90,8 +93,8 @@ def _run(args) -> int:
         return _usage("give PATHs or --cluster, not both")
     if not args.cluster and not args.paths:
         return _usage("nothing to audit: give PATHs (- for stdin) or --cluster")
-    if args.apply_reports and not (args.cluster and args.format == "policyreport"):
-        return _usage("--apply-reports needs --cluster and --format policyreport")
+    if args.apply_reports and not (args.cluster and args.format in REPORT_FORMATS):
+        return _usage("--apply-reports needs --cluster and --format policyreport or openreports")
     if not 10_000 <= args.max_report_bytes <= ETCD_LIMIT:
         return _usage(f"--max-report-bytes must be between 10000 and {ETCD_LIMIT}")
     if args.max_reports < 1 or args.page_size < 1:
@@ -126,11 +129,14 @@ def _run(args) -> int:
         result = audit_paths(engine, args.paths, one_shot=True, prepare=prepare, **selection)
     sys.stdout.write(render(args.format, result, engine, fragments=result.prepared, **options))
     if args.apply_reports:
+        from importlib import import_module
+
         from webhook.app.clusteraudit import apply_reports
-        from webhook.outputs.reports.policyreport import build_reports
-        reports = build_reports(result, engine, max_bytes=args.max_report_bytes, max_reports=args.max_reports,
-                                now=options["now"])  # the very objects printed above
-        problems = apply_reports(api, reports, namespaces, log=lambda line: print(line, file=sys.stderr))
+        writer = import_module(f"webhook.outputs.reports.{FORMATS[args.format]}")
+        reports = writer.build_reports(result, engine, max_bytes=args.max_report_bytes, max_reports=args.max_reports,
+                                       now=options["now"])  # the very objects printed above
+        problems = apply_reports(api, reports, namespaces, log=lambda line: print(line, file=sys.stderr),
+                                 api_version=REPORT_FORMATS[args.format])
         for problem in problems:
             print(f"error: applying reports: {problem}", file=sys.stderr)
         if problems:

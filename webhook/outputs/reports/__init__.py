@@ -10,7 +10,7 @@ and the rest by the one that writes the report:
   one fragment per evaluation of `result` in its order, made here when not given.
 
 Options a format does not use are ignored, so the command passes them all:
-`color` (text), `fail_on` (junit), `max_bytes`/`max_reports`/`now` (policyreport).
+`color` (text), `fail_on` (junit), `max_bytes`/`max_reports`/`now` (policyreport, openreports).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from importlib import import_module
 from typing import Any, Callable, Optional
 
 FORMATS = {"text": "text", "json": "jsonreport", "sarif": "sarif", "junit": "junit", "policyreport": "policyreport",
-           "html": "html"}
+           "html": "html", "openreports": "openreports"}
 
 
 def _module(name: str):

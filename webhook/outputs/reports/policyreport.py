@@ -138,12 +138,14 @@ def build_reports(result, engine=None, max_bytes: int = DEFAULT_MAX_BYTES, max_r
                   now: Optional[float] = None) -> list[dict]:
     """PolicyReport and ClusterPolicyReport objects for an audit result, each within `max_bytes` of results."""
     return [dict(report, results=[json.loads(text) for text in texts])
-            for report, texts in _build(result, engine, None, max_bytes, max_reports, now)]
+            for report, texts in packed(result, engine, None, max_bytes, max_reports, now)]
 
 
-def _build(result, engine, fragments: Optional[list], max_bytes: int, max_reports: int,
+def packed(result, engine, fragments: Optional[list], max_bytes: int, max_reports: int,
            now: Optional[float]) -> list[tuple[dict, list[str]]]:
-    """The reports without their results, each with its results as compact JSON (measured once, written as is)."""
+    """The reports without their results, each with its results as compact JSON (measured once, written as is).
+
+    Also the body of the OpenReports writer (openreports.py), which changes only the envelope."""
     now = time.time() if now is None else now  # one timestamp for every result
     by_namespace: dict[Optional[str], list[tuple[str, str]]] = defaultdict(list)
     for namespace, results in fragments_of(fragment, result, engine, fragments, {"now": now}):
@@ -186,4 +188,4 @@ def render(result, engine, fragments=None, max_bytes: int = DEFAULT_MAX_BYTES,
     # compact JSON its size was measured on. PyYAML's block dumper took 18 s (5.6 s with libyaml) for the
     # 5,000-object benchmark; encoding every result once with json's C encoder takes 0.15 s.
     return "".join("---\n" + dump(dict(report, results=Encoded(texts)))
-                   for report, texts in _build(result, engine, fragments, max_bytes, max_reports, now))
+                   for report, texts in packed(result, engine, fragments, max_bytes, max_reports, now))

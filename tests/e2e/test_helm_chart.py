@@ -1,0 +1,300 @@
+"""The Helm chart (charts/aiadmit) checked with the real `helm`, against the kustomize manifests and a real API server.
+
+helm is built from the Go module proxy by tests/e2e/cluster/build-helm.sh (pinned there; cached under
+~/.cache/aiadmit-e2e/helm-<version>/), or taken from $AIADMIT_HELM. kubectl (for `kubectl kustomize`) and the API
+server come from the e2e build (conftest.py). Without a cached helm and without Go the module is skipped, saying so.
+
+"Same objects" means equal after exactly these normalisations, each a deliberate difference of the chart:
+- Helm's standard labels (helm.sh/chart, app.kubernetes.io/managed-by, instance, version) are dropped;
+- ConfigMap names lose their 10-character content hash (kustomize's generator and the chart both hash the content,
+  with different functions), in the ConfigMaps and in the Deployment's volumes;
+- the config file is compared as YAML data, not text (the base's file is comments around an empty config).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _e2e_helpers():
+    """tests/e2e/conftest.py's build helpers, loaded by path: `import conftest` could be tests/conftest.py when the
+    whole suite runs."""
+    spec = importlib.util.spec_from_file_location("aiadmit_e2e_build", Path(__file__).with_name("conftest.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+_helpers = _e2e_helpers()
+_find_go, ensure_binaries = _helpers._find_go, _helpers.ensure_binaries
+CHART = ROOT / "charts" / "aiadmit"
+MANIFESTS = ROOT / "manifests"
+BUILD_HELM = Path(__file__).resolve().parent / "cluster" / "build-helm.sh"
+NAMESPACE = "aiadmit-system"
+HELM_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance",
+               "app.kubernetes.io/version")
+HASH = re.compile(r"-[a-z0-9]{10}$")
+TIMEOUT = 120
+
+
+@pytest.fixture(scope="module")
+def helm(request) -> str:
+    explicit = os.environ.get("AIADMIT_HELM")
+    if explicit:
+        return explicit
+    go = _find_go()
+    env = dict(os.environ, **({"AIADMIT_E2E_GO": go} if go else {}))
+    say = request.config.pluginmanager.get_plugin("terminalreporter")
+    if say is not None:
+        say.write_line(f"aiadmit e2e: locating/building helm via {BUILD_HELM.relative_to(ROOT)} (cached after the "
+                       "first build; a fully cold build took under 5 min on 2 busy cores here)")
+    done = subprocess.run(["bash", str(BUILD_HELM)], capture_output=True, text=True, env=env, timeout=1800)
+    if done.returncode == 127:
+        pytest.skip("no helm: not cached and no Go toolchain to build it (tests/e2e/cluster/build-helm.sh; "
+                    "or set AIADMIT_HELM)")
+    assert done.returncode == 0, f"build-helm.sh exited {done.returncode}:\n{done.stderr[-3000:]}"
+    return done.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def kubectl(tmp_path_factory) -> str:
+    if os.environ.get("AIADMIT_KUBECTL"):
+        return os.environ["AIADMIT_KUBECTL"]
+    if not _find_go() and not os.environ.get("AIADMIT_E2E_BIN_DIR"):
+        found = shutil.which("kubectl")
+        if not found:
+            pytest.skip("no kubectl to render the kustomize manifests, and no Go to build it")
+        return found
+    return str(ensure_binaries(tmp_path_factory.mktemp("build") / "build.log") / "kubectl")
+
+
+def run(*argv: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(list(argv), input=stdin, capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT)
+    if check:
+        assert done.returncode == 0, f"{' '.join(argv)} exited {done.returncode}:\n{done.stderr[-3000:]}"
+    return done
+
+
+def template(helm: str, *settings: str, namespace: str = NAMESPACE, values: Path | None = None) -> list[dict]:
+    args = [helm, "template", "aiadmit", str(CHART), "--namespace", namespace]
+    if values is not None:
+        args += ["--values", str(values)]
+    for setting in settings:
+        args += ["--set", setting]
+    return [d for d in yaml.safe_load_all(run(*args).stdout) if d]
+
+
+def kustomize(kubectl: str, directory: Path) -> list[dict]:
+    return [d for d in yaml.safe_load_all(run(kubectl, "kustomize", str(directory)).stdout) if d]
+
+
+def normalised(objects: list[dict]) -> dict[tuple, dict]:
+    out = {}
+    for original in objects:
+        obj = copy.deepcopy(original)
+        metadata = obj["metadata"]
+        for label in HELM_LABELS:
+            metadata.get("labels", {}).pop(label, None)
+        if obj["kind"] == "ConfigMap":
+            metadata["name"] = HASH.sub("", metadata["name"])
+            if "config.yaml" in obj["data"]:
+                obj["data"]["config.yaml"] = yaml.safe_load(obj["data"]["config.yaml"])
+        if obj["kind"] == "Deployment":
+            for volume in obj["spec"]["template"]["spec"]["volumes"]:
+                if "configMap" in volume:
+                    volume["configMap"]["name"] = HASH.sub("", volume["configMap"]["name"])
+        key = (obj["kind"], metadata.get("namespace"), metadata["name"])
+        assert key not in out, f"rendered twice: {key}"
+        out[key] = obj
+    return out
+
+
+def assert_same(chart: list[dict], kustomized: list[dict]) -> None:
+    got, want = normalised(chart), normalised(kustomized)
+    assert sorted(got) == sorted(want), f"only in the chart: {sorted(set(got) - set(want))}; " \
+                                        f"only in kustomize: {sorted(set(want) - set(got))}"
+    for key in want:
+        assert got[key] == want[key], f"{key} differs:\nchart: {json.dumps(got[key], sort_keys=True)}\n" \
+                                      f"kustomize: {json.dumps(want[key], sort_keys=True)}"
+
+
+def overlay(tmp_path: Path, components: list[str], resources: str = "../../base") -> Path:
+    """A kustomize overlay over a copy of manifests/ (the checkout is never written)."""
+    copy_root = tmp_path / "manifests"
+    shutil.copytree(MANIFESTS, copy_root, ignore=shutil.ignore_patterns("certs"))
+    directory = copy_root / "overlays" / "under-test"
+    directory.mkdir()
+    (directory / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": [resources],
+        "components": [f"../../components/{c}" for c in components]}))
+    return directory
+
+
+CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nnot checked by rendering\n-----END CERTIFICATE-----\n").decode()
+
+
+# ---------------------------------------------------------------------------------------------- helm lint
+@pytest.mark.parametrize("settings", [
+    [],
+    ["mode=audit", "priorityClasses.create=true"],
+    ["mode=warn", "certificates.source=secret", f"certificates.caBundle={CA}", "namespace.create=true"],
+    ["image.digest=sha256:" + "0" * 64, "replicaCount=3"],
+], ids=["defaults", "audit", "warn-secret", "digest"])
+def test_helm_lint_strict(helm, settings):
+    args = [helm, "lint", "--strict", str(CHART), "--namespace", NAMESPACE]
+    for setting in settings:
+        args += ["--set", setting]
+    done = run(*args)
+    assert "1 chart(s) linted, 0 chart(s) failed" in done.stdout, done.stdout
+
+
+def test_values_schema_rejects_what_would_be_silently_ignored(helm):
+    for setting, message in (("mode=enforced", "/mode"), ("replicas=3", "replicas"),
+                             ("certificates.source=self", "/certificates/source")):
+        done = run(helm, "template", "aiadmit", str(CHART), "--set", setting, check=False)
+        assert done.returncode != 0 and message in done.stderr, (setting, done.stderr)
+
+
+def test_secret_source_without_a_ca_bundle_refuses_to_render(helm):
+    """An empty caBundle would make every webhook call fail TLS, which the validating webhook turns into rejections."""
+    done = run(helm, "template", "aiadmit", str(CHART), "--set", "certificates.source=secret", check=False)
+    assert done.returncode != 0 and "certificates.caBundle is required" in done.stderr, done.stderr
+
+
+# ---------------------------------------------------------------------------------------------- same objects
+def test_default_values_render_the_cert_manager_overlay(helm, kubectl):
+    kustomized = kustomize(kubectl, MANIFESTS / "overlays" / "cert-manager")
+    assert_same(template(helm, "namespace.create=true"), kustomized)
+    # By default the chart leaves the release namespace to Helm (--create-namespace): everything else is the same.
+    assert_same(template(helm), [o for o in kustomized if o["kind"] != "Namespace"])
+
+
+def test_provided_secret_renders_the_base_with_its_ca_injected(helm, kubectl):
+    base = kustomize(kubectl, MANIFESTS / "base")
+    for obj in base:
+        for hook in obj.get("webhooks", ()):
+            hook["clientConfig"]["caBundle"] = CA
+    chart = template(helm, "certificates.source=secret", f"certificates.caBundle={CA}", "namespace.create=true")
+    assert_same(chart, base)
+
+
+def test_audit_mode_renders_the_audit_overlay(helm, kubectl):
+    chart = template(helm, "mode=audit", "priorityClasses.create=true", "namespace.create=true")
+    kustomized = kustomize(kubectl, MANIFESTS / "overlays" / "audit")
+    assert_same(chart, kustomized)
+    config = yaml.safe_load(next(o for o in chart if o["kind"] == "ConfigMap" and "config.yaml" in o["data"])
+                            ["data"]["config.yaml"])
+    policies = {p.stem for p in (ROOT / "policies").glob("*.yaml")}
+    assert {pid: s["action"] for pid, s in config["policies"].items()} == {pid: "audit" for pid in policies}
+    validating = next(o for o in chart if o["kind"] == "ValidatingWebhookConfiguration")
+    assert validating["webhooks"][0]["failurePolicy"] == "Ignore"
+
+
+def test_warn_mode_renders_the_base_with_the_warn_component(helm, kubectl, tmp_path):
+    chart = template(helm, "mode=warn", "certificates.source=secret", f"certificates.caBundle={CA}",
+                     "namespace.create=true")
+    kustomized = kustomize(kubectl, overlay(tmp_path, ["warn-mode"]))
+    for obj in kustomized:
+        for hook in obj.get("webhooks", ()):
+            hook["clientConfig"]["caBundle"] = CA
+    assert_same(chart, kustomized)
+
+
+def test_mode_keeps_the_users_other_policy_settings(helm, tmp_path):
+    """`mode` sets only the action: a parameter given in config.policies survives it. (A values file: `--set`
+    would pass 0.5 as the string "0.5", which the config schema rejects.)"""
+    values = tmp_path / "values.yaml"
+    values.write_text("config:\n  policies:\n    shm-sized: {params: {shmFraction: 0.5}}\n"
+                      "    image-digest: {enabled: false}\n")
+    chart = template(helm, "mode=warn", values=values)
+    config = yaml.safe_load(next(o for o in chart if o["kind"] == "ConfigMap" and "config.yaml" in o["data"])
+                            ["data"]["config.yaml"])
+    assert config["policies"]["shm-sized"] == {"action": "warn", "params": {"shmFraction": 0.5}}
+    assert config["policies"]["image-digest"] == {"action": "warn", "enabled": False}
+    assert config["policies"]["gang-admission"] == {"action": "warn"}  # a warn policy stays warn
+
+
+def test_a_config_change_renames_the_config_map_so_the_deployment_rolls(helm):
+    def names(*settings):
+        chart = template(helm, *settings)
+        volumes = next(o for o in chart if o["kind"] == "Deployment")["spec"]["template"]["spec"]["volumes"]
+        return {v["name"]: v["configMap"]["name"] for v in volumes if "configMap" in v}
+
+    before, after = names(), names("mode=audit")
+    assert before["config"] != after["config"] and before["policies"] == after["policies"]
+    assert {o["metadata"]["name"] for o in template(helm) if o["kind"] == "ConfigMap"} == set(before.values())
+
+
+# ---------------------------------------------------------------------------------------------- dogfooding
+def test_rendered_chart_is_audited_clean_by_aiadmit(helm, tmp_path):
+    """`helm template | aiadmit audit -`, in the release namespace and in an ordinary one (where aiadmit's own
+    exclusion does not hide the objects), with the config and policies the chart's ConfigMaps carry (so each mode's
+    config must load): exit 0, no deny-level finding, no error."""
+    for mode in ("enforce", "warn", "audit"):
+        for namespace in (NAMESPACE, "ml-platform"):
+            text = run(helm, "template", "aiadmit", str(CHART), "--namespace", namespace, "--set", f"mode={mode}",
+                       "--set", "priorityClasses.create=true").stdout
+            mounted = tmp_path / mode / namespace
+            config_maps = [o for o in yaml.safe_load_all(text) if o and o["kind"] == "ConfigMap"]
+            for config_map in config_maps:
+                directory = mounted / ("config" if "config.yaml" in config_map["data"] else "policies")
+                directory.mkdir(parents=True)
+                for key, value in config_map["data"].items():
+                    (directory / key).write_text(value)
+            done = run(sys.executable, "-m", "webhook", "audit", "-f", "json", "--config",
+                       str(mounted / "config" / "config.yaml"), "--policies", str(mounted / "policies"), "-",
+                       stdin=text, check=False)
+            assert done.returncode == 0, (mode, namespace, done.stdout[-2000:] + done.stderr[-2000:])
+            report = json.loads(done.stdout)
+            assert report["summary"]["resources"] >= 20 and not report["errors"], report["summary"]
+            blocking = [f for f in report["findings"] if f["action"] == "deny" and f["result"] in ("fail", "error")]
+            assert not blocking, blocking
+
+
+# ---------------------------------------------------------------------------------------------- the API server
+def test_rendered_objects_are_accepted_by_the_api_server(helm, apiserver, tmp_path):
+    """Server-side dry run of everything the chart renders (secret certificates, priority classes on, enforce),
+    into a namespace of its own that has the chart's Pod Security labels: every object is accepted by the real
+    kube-apiserver's validation and admission, with no warning (Pod Security "restricted" included). Nothing but
+    that namespace is created."""
+    namespace = f"aiadmit-helm-{uuid.uuid4().hex[:6]}"
+    certs = tmp_path / "certs"
+    run(sys.executable, "-m", "webhook", "certs", "generate", "--out", str(certs), "--service", "aiadmit",
+        "--namespace", namespace)
+    ca = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
+    # The session's API server is shared: other modules create ai-* PriorityClasses of their own, and a class's
+    # value is immutable, so the chart's classes are dry-run under suffixed names (everything else as shipped).
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text())["priorityClasses"]["classes"]
+    suffix = namespace.rsplit("-", 1)[1]
+    values = tmp_path / "classes.yaml"
+    values.write_text(yaml.safe_dump({"priorityClasses": {"classes": [
+        dict(c, name=f"{c['name']}-{suffix}") for c in defaults]}}))
+    objects = template(helm, "certificates.source=secret", f"certificates.caBundle={ca}",
+                       "priorityClasses.create=true", "namespace.create=true", namespace=namespace, values=values)
+    assert sum(o["kind"] == "PriorityClass" for o in objects) == 7
+    (ns_object,) = [o for o in objects if o["kind"] == "Namespace"]
+    apiserver.kubectl("apply", "--server-side", "--field-manager=aiadmit-e2e", "-f", "-", input=json.dumps(ns_object))
+    rest = [o for o in objects if o["kind"] != "Namespace"]
+    done = apiserver.kubectl("apply", "--server-side", "--dry-run=server", "--field-manager=aiadmit-e2e",
+                             "-f", "-", input=yaml.safe_dump_all(rest), check=False)
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr, done.stderr
+    applied = [line for line in done.stdout.splitlines() if line.strip()]
+    assert len(applied) == len(rest), done.stdout
+    assert all(line.endswith("(server dry run)") for line in applied), done.stdout
