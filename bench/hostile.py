@@ -13,6 +13,8 @@ closes is opened again at once, as a real attacker would):
 - handshakes: N threads doing full TLS handshakes back to back (close, again);
 - none: the legitimate client alone (the baseline of the same run).
 
+The attack runs in its own process, so that the legitimate client's figures are
+the server's and not those of a client sharing one GIL with the attacker.
 The legitimate client sends `--rate` reviews per second, each on a NEW verified
 TLS connection (the costly case: every review needs the accept loop and a
 handshake), scheduled at fixed times; latency counts from the scheduled time
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
 import select
 import socket
 import ssl
@@ -205,6 +208,19 @@ def legitimate(host: str, port: int, context: ssl.SSLContext, server_name: str, 
     return latencies, failures
 
 
+def _attacker(kind, count, host, port, cacert, server_name, setup, commands, report) -> None:
+    """The attack's process: open, tell the parent how many are held, keep them open until told to stop."""
+    attack = Attack(kind, count, host, port, ssl.create_default_context(cafile=cacert), server_name)
+    started = time.monotonic()
+    attack.start(setup)
+    report.put((len(attack.socks), time.monotonic() - started))
+    commands.get()
+    still_open = len(attack.socks)
+    attack.close()
+    report.put({"held_at_end": still_open, "reopened_by_attacker": attack.reopened,
+                "attack_open_failures": attack.failed_opens, "attack_handshakes": attack.handshakes})
+
+
 def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -234,19 +250,24 @@ def main(argv=None) -> int:
     uid = json.loads(body)["request"]["uid"].encode()
     request = (f"POST {url.path or '/validate'} HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Type: application/json"
                f"\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
-    attack = Attack(args.attack, args.connections, url.hostname, url.port or 443, context, args.server_name)
-    started = time.monotonic()
-    attack.start(args.setup)
-    setup_s = time.monotonic() - started
-    held = len(attack.socks)
-    latencies, failures = legitimate(url.hostname, url.port or 443, context, args.server_name, request, uid,
-                                     args.rate, args.duration, args.timeout)
-    still_open = len(attack.socks)
-    attack.close()
+    to_attacker, from_attacker = mp.Queue(), mp.Queue()
+    attacker = mp.Process(target=_attacker, args=(args.attack, args.connections, url.hostname, url.port or 443,
+                                                 args.cacert, args.server_name, args.setup, to_attacker,
+                                                 from_attacker), daemon=True)
+    attacker.start()
+    try:
+        held, setup_s = from_attacker.get(timeout=args.setup + 30)
+        latencies, failures = legitimate(url.hostname, url.port or 443, context, args.server_name, request, uid,
+                                         args.rate, args.duration, args.timeout)
+        to_attacker.put("stop")
+        counts = from_attacker.get(timeout=30)
+    finally:
+        attacker.join(20)
+        if attacker.is_alive():
+            attacker.kill()
     summary = {
         "attack": args.attack, "connections": args.connections, "held_at_start": held, "setup_s": round(setup_s, 2),
-        "held_at_end": still_open, "reopened_by_attacker": attack.reopened, "attack_open_failures":
-            attack.failed_opens, "attack_handshakes": attack.handshakes,
+        **counts,
         "legit_sent": int(args.rate * args.duration), "legit_ok": len(latencies), "legit_failed": len(failures),
         "p50_ms": round(percentile(latencies, 50) * 1000, 1), "p99_ms": round(percentile(latencies, 99) * 1000, 1),
         "max_ms": round(max(latencies) * 1000, 1) if latencies else None, "first_failures": failures[:3],

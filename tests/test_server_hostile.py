@@ -77,14 +77,14 @@ def test_half_open_connections_are_closed_by_their_deadlines(server):
     sock.sendall(half_client_hello(server))
     started = time.monotonic()
     assert sock.recv(100) == b""  # the server closes it (handshake time-out 3 s), not the client
-    assert 2.5 < time.monotonic() - started < 6
+    assert 2.0 < time.monotonic() - started < 6  # 3 s, less up to a quarter of jitter
     sock.close()
     tls = tls_connection(server, timeout=10)
     tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: loc")
     started = time.monotonic()
     with _eof_or_reset():
         assert tls.recv(100) == b""
-    assert 2.5 < time.monotonic() - started < 6
+    assert 2.0 < time.monotonic() - started < 6  # 3 s, less up to a quarter of jitter
     tls.close()
     text = server.metrics()
     assert 'aiadmit_connections_closed_total{reason="handshake-timeout"}' in text

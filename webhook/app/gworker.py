@@ -7,7 +7,8 @@ socket: eight connections sending half a ClientHello held all of them. Here
 each connection is a greenlet, so a slow or idle client costs a little memory,
 never the loop; and every phase of a connection has its own deadline:
 
-- handshake (`--handshake-timeout`): from accept to a finished TLS handshake;
+- handshake (`--handshake-timeout`): from accept to a finished TLS handshake
+  (each connection's deadline drawn in the last quarter of it: see JITTER_FLOOR);
 - headers (`--header-timeout`): from the first byte of a request (or the end
   of the handshake, for the first one) to the end of its headers;
 - body (`--body-timeout`): from the end of the headers to the end of the body
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import errno
 import json
+import random
 import socket
 import ssl
 import time
@@ -51,6 +53,14 @@ from gunicorn.workers.ggevent import GeventWorker
 from webhook.app import serving
 
 LINGER_SECONDS = 2.0  # reading the unread rest of a refused body before closing: lets the client read the answer
+# A new connection's handshake and first-header deadlines are drawn between this share of the time-out and all of
+# it: a thousand connections opened together then time out (and come back) over a second or more, not in one
+# burst of work that delays every review behind it (measured: docs/reliability.md).
+JITTER_FLOOR = 0.75
+
+
+def _jittered(seconds: float) -> float:
+    return seconds * random.uniform(JITTER_FLOOR, 1.0)
 
 
 def _json_error(sock, status_int, reason, mesg):
@@ -124,6 +134,8 @@ class AdmissionWorker(GeventWorker):
         tls = None
         try:
             client.setblocking(True)
+            if client.family in (socket.AF_INET, socket.AF_INET6):  # headers and body are two writes: no Nagle wait
+                client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             tls = self._handshake(client)
             self._serve(listener, tls, addr)
         except _Closed as closed:
@@ -148,7 +160,7 @@ class AdmissionWorker(GeventWorker):
     def _handshake(self, client):
         context = serving.worker_tls().context()
         tls = context.wrap_socket(client, server_side=True, do_handshake_on_connect=False)
-        with gevent.Timeout(self.limits.handshake_timeout, False):
+        with gevent.Timeout(_jittered(self.limits.handshake_timeout), False):
             tls.do_handshake()
             return tls
         tls.close()
@@ -158,7 +170,7 @@ class AdmissionWorker(GeventWorker):
         """Return when the next request's first byte is there; raise _Closed when the client stays idle too long."""
         if parser.unreader.buf.getvalue() or tls.pending():
             return
-        limit = self.limits.header_timeout if first else self.limits.keepalive_timeout
+        limit = _jittered(self.limits.header_timeout) if first else self.limits.keepalive_timeout
         deadline = time.monotonic() + limit
         while True:
             remaining = deadline - time.monotonic()
