@@ -14,7 +14,9 @@ stacks, so that the machine's drift hits all of them alike):
   `--attacks` (kind:connections, e.g. half-hello:1000).
 
 Every child process is bounded in time and stopped when its part ends.
-Prints one JSON line per measurement and writes all of them to `--out`.
+Prints one JSON line per measurement and writes all of them to `--out`;
+`--report FILE` prints the tables of a file written so (median and range over
+rounds), as they appear in bench/RESULTS.md and docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -85,7 +87,56 @@ def run_json(command: list[str], timeout: float) -> dict:
     return json.loads(lines[-1]) if lines else {"error": (done.stderr or done.stdout)[-300:]}
 
 
+def report(path: str) -> str:
+    """Markdown tables of a results file: load (median, min-max over rounds) and hostile runs."""
+    import statistics
+
+    results = json.load(open(path))
+    stacks = list(dict.fromkeys(r["stack"] for r in results))
+    lines = []
+    load = [r for r in results if r["test"].startswith("load")]
+    if load:
+        lines += ["| stack | test | rounds | reviews/s median (min–max) | p99 ms median (min–max) | errors | worker RSS MiB |",
+                  "|---|---|---:|---:|---:|---:|---:|"]
+        for test in dict.fromkeys(r["test"] for r in load):
+            for stack in stacks:
+                runs = [r for r in load if r["stack"] == stack and r["test"] == test and "reviews_per_s" in r]
+                if not runs:
+                    continue
+                rate = [r["reviews_per_s"] for r in runs]
+                p99 = [r["p99_ms"] for r in runs]
+                rss = [v for r in runs for v in (r.get("worker_rss_mib") or {}).values()]
+                lines.append(f"| {stack} | {test} | {len(runs)} | {statistics.median(rate):,.0f} ({min(rate):,.0f}–"
+                             f"{max(rate):,.0f}) | {statistics.median(p99):.1f} ({min(p99):.1f}–{max(p99):.1f}) | "
+                             f"{sum(r['errors'] for r in runs)} | {min(rss):.0f}–{max(rss):.0f} |")
+        for test in dict.fromkeys(r["test"] for r in load):
+            if "saturate" in test and len(stacks) == 2:
+                pairs = [(a["reviews_per_s"], b["reviews_per_s"])
+                         for a in load for b in load if a["test"] == b["test"] == test and a["round"] == b["round"]
+                         and a["stack"] == stacks[0] and b["stack"] == stacks[1]]
+                ratios = sorted(b / a for a, b in pairs)
+                if ratios:
+                    lines.append(f"\n{stacks[1]} / {stacks[0]}, saturated, round by round: "
+                                 + ", ".join(f"{x:.0%}" for x in ratios)
+                                 + f"; median {statistics.median(ratios):.0%}; of the summed rounds "
+                                 f"{sum(b for _, b in pairs) / sum(a for a, _ in pairs):.0%}.")
+    hostile = [r for r in results if r["test"].startswith("hostile")]
+    if hostile:
+        lines += ["", "| stack | attack | connections held (start/end) | re-opened | legit ok / failed | "
+                      "p50 ms | p99 ms | max ms |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for r in hostile:
+            held = f"{r.get('held_at_start')}/{r.get('held_at_end')}" if r.get("attack") != "handshakes" else \
+                f"{r.get('attack_handshakes')} handshakes"
+            lines.append(f"| {r['stack']} | {r['attack']} {r['connections']} | {held} | "
+                         f"{r.get('reopened_by_attacker')} | {r.get('legit_ok')} / {r.get('legit_failed')} | "
+                         f"{r.get('p50_ms')} | {r.get('p99_ms')} | {r.get('max_ms')} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
+    if argv is None and sys.argv[1:2] == ["--report"]:
+        print(report(sys.argv[2]))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", action="append", required=True, metavar="NAME=CHECKOUT")
     parser.add_argument("--serve-arg", action="append", default=[], help="extra `aiadmit serve` argument")
