@@ -96,8 +96,8 @@ def report(path: str) -> str:
     lines = []
     load = [r for r in results if r["test"].startswith("load")]
     if load:
-        lines += ["| stack | test | rounds | reviews/s median (min–max) | p99 ms median (min–max) | errors | worker RSS MiB |",
-                  "|---|---|---:|---:|---:|---:|---:|"]
+        lines += ["| stack | test | rounds | reviews/s median (min–max) | p99 ms median (min–max) | errors "
+                  "| worker RSS MiB |", "|---|---|---:|---:|---:|---:|---:|"]
         for test in dict.fromkeys(r["test"] for r in load):
             for stack in stacks:
                 runs = [r for r in load if r["stack"] == stack and r["test"] == test and "reviews_per_s" in r]
