@@ -12,11 +12,12 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import time
 
 import pytest
 
-from serverproc import make_review, start_server
+from serverproc import REPO, make_review, start_server
 
 from test_admission import gpu_pod
 
@@ -226,3 +227,13 @@ def test_sigterm_with_idle_keepalive_connections_stops_promptly(tmp_path):
         assert time.monotonic() - started < 10  # not the 60 s keep-alive nor the 25 s graceful time-out
         for conn in idle:
             conn.close()
+
+
+def test_audit_start_up_does_not_import_the_serving_stack():
+    # gevent patches the standard library and costs start-up time: only `aiadmit serve`'s workers may import it.
+    code = ("import sys\nfrom webhook.app.cli import main\nmain(['audit', 'manifests/base'])  # a real audit\n"
+            "print('LOADED', sorted(m for m in ('gevent', 'gunicorn', 'greenlet') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=str(REPO))
+    loaded = [line for line in done.stdout.splitlines() if line.startswith("LOADED ")]
+    assert loaded == ["LOADED []"], done.stdout[-500:] + done.stderr[-500:]
