@@ -58,10 +58,13 @@ class Connection:
         lines = head.split(b"\r\n")
         status = int(lines[0].split()[1])
         length = 0
+        self.closing = False
         for line in lines[1:]:
             name, _, value = line.partition(b":")
             if name.strip().lower() == b"content-length":
                 length = int(value)
+            elif name.strip().lower() == b"connection" and value.strip().lower() == b"close":
+                self.closing = True  # the server's keep-alive limit: open a new connection, as a client must
         while len(rest) < length:
             chunk = self.sock.recv(65536)
             if not chunk:
@@ -122,6 +125,9 @@ def _worker(args, connections: int, share: float, offset: float, start_at: float
                     failures.append(f"status {status}")
                 else:
                     mine.append(done - scheduled)
+                if conn.closing:
+                    conn.close()
+                    conn = Connection(url.hostname, url.port or 443, args.server_name or url.hostname, context)
             except Exception as exc:
                 failures.append(repr(exc))
                 conn.close()

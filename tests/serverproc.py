@@ -125,7 +125,7 @@ class ServerProcess:
 
 
 @contextlib.contextmanager
-def start_server(directory: Path, args: Sequence[str] = (), workers: int = 1, threads: int = 4,
+def start_server(directory: Path, args: Sequence[str] = (), workers: int = 1,
                  certs_dir: Optional[Path] = None, env: Optional[dict] = None,
                  ready_timeout: float = 60, port: Optional[int] = None) -> Iterator[ServerProcess]:
     directory = Path(directory)
@@ -135,7 +135,7 @@ def start_server(directory: Path, args: Sequence[str] = (), workers: int = 1, th
     log_path = directory / f"serve-{port}.log"
     command = [sys.executable, "-m", "webhook", "serve", "--host", "127.0.0.1", "--port", str(port),
                "--cert-file", str(certs_dir / "tls.crt"), "--key-file", str(certs_dir / "tls.key"),
-               "--workers", str(workers), "--threads", str(threads), *args]
+               "--workers", str(workers), *args]
     environment = {**os.environ, **(env or {})}
     environment.pop("KUBERNETES_SERVICE_HOST", None)
     environment.pop("PROMETHEUS_MULTIPROC_DIR", None)

@@ -17,7 +17,7 @@ import pytest
 
 from testdata import CORPUS, ROOT
 
-SERVER_STACK = ("flask", "gunicorn", "prometheus_client", "cryptography", "kubernetes", "werkzeug")
+SERVER_STACK = ("flask", "gunicorn", "gevent", "prometheus_client", "cryptography", "kubernetes", "werkzeug")
 BOOT = ("import sys\nfor name in {blocked!r}:\n    sys.modules[name] = None\n"
         "sys.argv = ['aiadmit', *{argv!r}]\nfrom webhook.app.cli import entry\nentry()\n")
 
@@ -32,11 +32,12 @@ def test_core_dependencies_leave_the_server_stack_to_extras():
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as handle:
         project = tomllib.load(handle)["project"]
     core = " ".join(project["dependencies"]).lower()
-    for name in ("flask", "gunicorn", "prometheus", "cryptography", "kubernetes"):
+    for name in ("flask", "gunicorn", "gevent", "prometheus", "cryptography", "kubernetes"):
         assert name not in core, f"{name} is a core dependency"
     extras = project["optional-dependencies"]
     assert "aiadmit[webhook]" in extras["test"], "the README's test install must pull the server too"
-    assert {"flask>=3.0", "gunicorn>=22"} <= set(extras["webhook"]) and extras["cluster"] == ["kubernetes>=29"]
+    assert {"flask>=3.0", "gunicorn>=27", "gevent>=24.10.1"} <= set(extras["webhook"])
+    assert extras["cluster"] == ["kubernetes>=29"]
 
 
 @pytest.mark.parametrize("argv, code", [

@@ -58,6 +58,10 @@ class Metrics:
                                registry=r)
         self.cert_reloads = Counter("aiadmit_certificate_reloads_total", "TLS certificate reload attempts.",
                                     ["outcome"], registry=r)
+        self.connections_closed = Counter(
+            "aiadmit_connections_closed_total",
+            "Client connections closed, by why (done, handshake-timeout, header-timeout, keepalive-timeout, "
+            "tls-error, client-gone, bad-request, body-unread, shutdown).", ["reason"], registry=r)
         self.cache_age = Gauge("aiadmit_context_cache_age_seconds",
                                "Seconds since a live-context cache was last confirmed current (-1: never synced).",
                                ["resource"], registry=r, multiprocess_mode="livemax")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from flask import Flask, Response, request
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge
 
 from webhook.app import admission
 from webhook.inputs import review as reviews
@@ -119,6 +119,9 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
                 body = request.get_data(cache=False)
             except RequestEntityTooLarge:
                 return bad(endpoint, 413, f"request body over {settings.max_body_bytes} bytes", "too-large")
+            except ClientDisconnected:  # the server's body time-out, or the client went away mid-body
+                return bad(endpoint, 400, "request body incomplete: the client stopped sending or was too slow",
+                           "body-incomplete")
             try:
                 parsed = reviews.parse(body)
             except reviews.ReviewError as exc:

@@ -1,17 +1,20 @@
-"""Production serving: gunicorn (gthread workers) over TLS, with certificate and policy reload.
+"""Production serving: gunicorn with an event-loop worker (webhook/app/gworker.py) over TLS, with reloads.
 
-Why gunicorn gthread: the engine is CPU-bound Python, so parallelism comes from
-processes (one per core); a few threads per worker overlap TLS and socket I/O
-and keep a slow review from blocking the others. bench/RESULTS.md has the
-figures ("Webhook under load").
+Why this stack: the engine is CPU-bound Python, so parallelism comes from
+processes (one per core). Inside a process, connections are greenlets on one
+gevent loop: a client that is slow or idle during the handshake, the headers
+or the body holds a greenlet until its own time-out, never the worker. The
+gthread worker used before held one of its few threads per such client, and
+eight of them stopped the webhook; docs/reliability.md has the comparison and
+the figures (bench/RESULTS.md, "Serving stack").
 
-TLS: gunicorn 27's gthread worker asks the `ssl_context` server hook for a
-context on *every* accepted connection. Our hook returns a cached context,
-built once, that `TLSFiles` replaces when `--cert-file`/`--key-file` change on
-disk (checked at most every `--reload-interval` seconds, on the accepting
-path). New connections get the new certificate; open connections finish on
-the old one; a half-written pair that fails to load is logged, counted and
-ignored until the files change again. Only TLS 1.2 and 1.3 are offered.
+TLS: the worker wraps every accepted connection with the context of
+`TLSFiles`, built once per worker and replaced when `--cert-file`/`--key-file`
+change on disk (checked at most every `--reload-interval` seconds, on the
+accepting path). New connections get the new certificate; open connections
+finish on the old one; a half-written pair that fails to load is logged,
+counted and ignored until the files change again. Only TLS 1.2 (AEAD suites)
+and TLS 1.3 are offered.
 
 Policies and config: each worker polls the modification signature of the
 policy files and the config file; on change it loads a complete new engine
@@ -21,12 +24,12 @@ fails to load is logged with every problem, counted
 serving.
 
 Shutdown: SIGTERM makes gunicorn stop accepting and lets each worker finish
-its in-flight reviews (up to `graceful_timeout`).
+its in-flight reviews (up to `graceful_timeout`); idle kept-alive
+connections are closed at once.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import ssl
@@ -55,11 +58,22 @@ def _signature(paths: list[str]) -> tuple:
     return tuple(out)
 
 
+# TLS 1.2 suites offered: ECDHE key exchange with an AEAD cipher only (no CBC: Lucky13-style padding oracles;
+# no static RSA: no forward secrecy). Go's TLS client (the API server's) offers all of them. TLS 1.3 suites are
+# all AEAD and are not affected by this list.
+TLS12_CIPHERS = ":".join([
+    "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256",
+    "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-RSA-AES256-GCM-SHA384",
+    "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305",
+])
+
+
 def server_context(cert_file: str, key_file: str) -> ssl.SSLContext:
-    """A server SSLContext for the pair: TLS 1.2+ only, OpenSSL's secure default ciphers, no compression."""
+    """A server SSLContext for the pair: TLS 1.2 (AEAD suites only) and 1.3, no compression, no renegotiation."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.options |= ssl.OP_NO_COMPRESSION | ssl.OP_CIPHER_SERVER_PREFERENCE
+    context.options |= ssl.OP_NO_COMPRESSION | ssl.OP_CIPHER_SERVER_PREFERENCE | ssl.OP_NO_RENEGOTIATION
+    context.set_ciphers(TLS12_CIPHERS)
     context.load_cert_chain(certfile=cert_file, keyfile=key_file)
     return context
 
@@ -120,7 +134,6 @@ class ServeOptions:
     policies: list[str] = field(default_factory=list)
     own_namespace: Optional[str] = None
     workers: int = 2
-    threads: int = 4
     reload_interval: float = 5.0
     budget_seconds: float = 8.0
     max_body_bytes: int = 6 * 1024 * 1024
@@ -131,6 +144,13 @@ class ServeOptions:
     in_cluster: bool = False
     facts_max_age: float = 120.0
     log_level: str = "info"
+    # Connection limits (gworker.py): every phase of a connection ends by its own deadline.
+    handshake_timeout: float = 5.0
+    header_timeout: float = 5.0
+    body_timeout: float = 10.0
+    keepalive_timeout: float = 30.0
+    keepalive_requests: int = 1000
+    max_connections: int = 1000
 
 
 class PolicyReloader:
@@ -237,21 +257,40 @@ def build_app(options: ServeOptions):
     return app
 
 
-_WORKER: dict = {}  # per process: the TLSFiles and Metrics of this worker
+_WORKER: dict = {}  # per process: the options (set before forking), the TLSFiles and Metrics of this worker
 
 
-def _ssl_context_hook(options: ServeOptions):
-    def hook(conf, default_factory):
-        tls = _WORKER.get("tls")
-        if tls is None or tls.pid != os.getpid():  # first connection of this worker
-            def counted(outcome: str) -> None:
-                if _WORKER.get("metrics") is not None:
-                    _WORKER["metrics"].cert_reloads.labels(outcome).inc()
+def worker_options() -> ServeOptions:
+    """The options of this server, as the worker processes see them (set by run() before gunicorn forks)."""
+    return _WORKER["options"]
 
-            tls = _WORKER["tls"] = TLSFiles(options.cert_file, options.key_file, options.reload_interval,
-                                            counted)
-        return tls.context()
-    return hook
+
+def current_max_body() -> int:
+    return worker_options().max_body_bytes
+
+
+def worker_tls() -> TLSFiles:
+    """This worker's TLSFiles, made on its first connection (after the fork, after gevent patched ssl)."""
+    tls = _WORKER.get("tls")
+    if tls is None or tls.pid != os.getpid():
+        options = worker_options()
+
+        def counted(outcome: str) -> None:
+            if _WORKER.get("metrics") is not None:
+                _WORKER["metrics"].cert_reloads.labels(outcome).inc()
+
+        tls = _WORKER["tls"] = TLSFiles(options.cert_file, options.key_file, options.reload_interval, counted)
+    return tls
+
+
+def count_closed(reason: str) -> None:
+    """Count a closed connection by why it closed (time-outs, TLS errors, ...); never raises."""
+    metrics = _WORKER.get("metrics")
+    if metrics is not None:
+        try:
+            metrics.connections_closed.labels(reason).inc()
+        except Exception:
+            pass
 
 
 class _JsonGunicornLogger:
@@ -303,20 +342,19 @@ def _run(options: ServeOptions) -> int:
     from webhook.engine.core import Engine
 
     Engine.load(options.policies or None, options.config, options.own_namespace)  # raises with every problem
+    _WORKER["options"] = options  # inherited by the forked workers (gworker.py reads the limits there)
 
     settings = {
         "bind": [f"[{options.host}]:{options.port}" if ":" in options.host else f"{options.host}:{options.port}"],
         "workers": options.workers,
-        "worker_class": "gthread",
-        "threads": options.threads,
-        "certfile": options.cert_file,
-        "keyfile": options.key_file,
-        "ssl_context": _ssl_context_hook(options),
+        "worker_class": "webhook.app.gworker.AdmissionWorker",  # TLS is done there, per connection
+        "worker_connections": options.max_connections,
         "graceful_timeout": max(1, int(round(options.graceful_timeout))),
         "timeout": 30,
-        "keepalive": 75,  # the API server keeps connections to webhooks open; don't make it re-handshake
-        "limit_request_line": 8190,
-        "limit_request_fields": 100,
+        "keepalive": max(1, int(options.keepalive_timeout)),  # non-zero: keep-alive on (gworker times it)
+        "limit_request_line": 8190,  # longer: 414 (JSON)
+        "limit_request_fields": 100,  # more: 431 (JSON)
+        "limit_request_field_size": 8190,
         "accesslog": None,
         "errorlog": "-",
         "loglevel": options.log_level,
@@ -348,7 +386,3 @@ def _child_exit(pid: int) -> None:
     except Exception:
         pass
 
-
-def describe(options: ServeOptions) -> str:
-    return json.dumps({"msg": "serving", "url": f"https://{options.host}:{options.port}",
-                       "workers": options.workers, "threads": options.threads})

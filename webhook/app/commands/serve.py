@@ -1,4 +1,4 @@
-"""`aiadmit serve`: the admission webhook over TLS (gunicorn gthread workers; see webhook/app/serving.py).
+"""`aiadmit serve`: the admission webhook over TLS (gunicorn, gevent workers; see webhook/app/serving.py).
 
 `--dev` is the README's first command: it makes (once, and again only when
 missing, expiring or not for localhost) a CA and serving pair in certs/dev/,
@@ -8,6 +8,7 @@ command that sends a sample review.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -28,7 +29,22 @@ def register(subparsers) -> None:
     parser.add_argument("--host", default=None, help="address to bind (default 0.0.0.0; 127.0.0.1 with --dev)")
     parser.add_argument("--port", type=int, default=8443, help="port (default 8443)")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2: one per core)")
-    parser.add_argument("--threads", type=int, default=4, help="threads per worker (default 4)")
+    parser.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)  # gthread's; now ignored
+    limits = parser.add_argument_group("connection limits", "every phase of a client connection is bounded "
+                                                            "(docs/webhook.md, \"Connections\")")
+    limits.add_argument("--handshake-timeout", type=float, default=5.0, metavar="SECONDS",
+                        help="time from accept to a finished TLS handshake (default 5)")
+    limits.add_argument("--header-timeout", type=float, default=5.0, metavar="SECONDS",
+                        help="time to send a request's headers, from its first byte or from the handshake "
+                             "(default 5)")
+    limits.add_argument("--body-timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="time to send a request's body, in all (default 10)")
+    limits.add_argument("--keepalive-timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="how long a connection may stay idle between requests (default 30)")
+    limits.add_argument("--keepalive-requests", type=int, default=1000, metavar="N",
+                        help="requests on one connection before the answer says Connection: close (default 1000)")
+    limits.add_argument("--max-connections", type=int, default=1000, metavar="N",
+                        help="open connections per worker; more wait in the listen backlog (default 1000)")
     parser.add_argument("--namespace", default=os.environ.get("POD_NAMESPACE"),
                         help="the webhook's own namespace, never checked (default $POD_NAMESPACE)")
     parser.add_argument("--reload-interval", type=float, default=5.0, metavar="SECONDS",
@@ -69,7 +85,17 @@ def _dev_certs() -> tuple[str, str] | None:
     return os.path.join(DEV_DIR, "tls.crt"), os.path.join(DEV_DIR, "tls.key")
 
 
-SERVER_MODULES = ("flask", "gunicorn", "prometheus_client", "cryptography", "kubernetes")
+SERVER_MODULES = ("flask", "gunicorn", "gevent", "prometheus_client", "cryptography", "kubernetes")
+
+
+def _limits_problem(options) -> str | None:
+    for name in ("handshake_timeout", "header_timeout", "body_timeout", "keepalive_timeout"):
+        if not getattr(options, name) > 0:
+            return f"--{name.replace('_', '-')} must be a positive number of seconds"
+    for name in ("keepalive_requests", "max_connections", "workers"):
+        if getattr(options, name) < 1:
+            return f"--{name.replace('_', '-')} must be at least 1"
+    return None
 
 
 def run(args) -> int:
@@ -97,11 +123,20 @@ def run(args) -> int:
         args.no_cluster or args.kubeconfig or args.context or args.dev))
     options = ServeOptions(
         cert_file=cert_file, key_file=key_file, host=host or "0.0.0.0", port=args.port, config=args.config,
-        policies=policy_paths(args) or [], own_namespace=args.namespace, workers=args.workers, threads=args.threads,
+        policies=policy_paths(args) or [], own_namespace=args.namespace, workers=args.workers,
         reload_interval=args.reload_interval, budget_seconds=args.budget, max_body_bytes=args.max_body,
         on_timeout=args.on_timeout, graceful_timeout=args.graceful_timeout, context_files=args.context,
         kubeconfig=args.kubeconfig, in_cluster=in_cluster, facts_max_age=args.facts_max_age,
-        log_level=args.log_level)
+        log_level=args.log_level, handshake_timeout=args.handshake_timeout, header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout, keepalive_timeout=args.keepalive_timeout,
+        keepalive_requests=args.keepalive_requests, max_connections=args.max_connections)
+    problem = _limits_problem(options)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if args.threads is not None:
+        print("aiadmit: --threads is ignored: connections are greenlets of one event loop per worker",
+              file=sys.stderr)
     if args.dev:
         ca = os.path.join(DEV_DIR, "ca.crt")
         print(f"aiadmit: serving https://{options.host}:{options.port} — try:\n"
