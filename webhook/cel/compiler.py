@@ -27,11 +27,12 @@ from webhook.cel import runtime as rt
 from webhook.cel.parser import parse
 from webhook.cel.runtime import TYPES, Unsupported
 
-_MACROS = ("all", "exists", "exists_one", "map", "filter")
+_MACROS = ("all", "exists", "exists_one", "existsOne", "map", "filter")
 _HELPERS = {
     "_eq": rt.equals, "_less": rt.less, "_add": rt.add, "_arith": rt.arith, "_in": rt.contains,
     "_sel": rt.select, "_idx": rt.index, "_fail": rt.fail, "_overload": rt.overload, "_neg": rt.negate,
     "_has": rt.has_field, "_iter": rt.iterable, "_map": rt.make_map, "_translate": rt.translate,
+    "_optsel": rt.opt_select, "_over": rt.over_budget, "_pairs": rt.pairs,
 }
 BUILTINS: dict[str, tuple[int, Callable]] = {
     "size": (1, rt.size),
@@ -73,6 +74,7 @@ def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = 
     free = frozenset(generator.free)
     python = "\n".join([
         "def cel(A):",
+        "    _n = 0",  # comprehension steps taken: the run-time bound (runtime.MAX_STEPS)
         "    try:",
         *body,
         f"        return {result}",
@@ -228,6 +230,13 @@ class _Generator:
     def _select(self, node: tuple, out: list, indent: str, scope: dict) -> str:
         return self._path(node, out, indent, scope)
 
+    def _optselect(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        return f"_optsel({self.atom(node[1], out, indent, scope)}, {node[2]!r})"
+
+    def _optindex(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        operand = self.atom(node[1], out, indent, scope)
+        return f"_optsel({operand}, {self.atom(node[2], out, indent, scope)})"
+
     def _index(self, node: tuple, out: list, indent: str, scope: dict) -> str:
         path = self._path(node, out, indent, scope)
         if path is not None:
@@ -255,11 +264,16 @@ class _Generator:
             test = f"_eq({left}, {right})"
             return test if op == "==" else f"(not {test})"
         if op in ("<", "<=", ">", ">="):
-            checks = [f"(type({text}) is float or type({text}) is int)" for text, operand in
-                      ((left, left_node), (right, right_node)) if _literal_type(operand) not in (int, float)]
-            if not checks:
+            kinds = (_literal_type(left_node), _literal_type(right_node))
+            if kinds[0] in (int, float) and kinds[1] in (int, float) and kinds[0] is kinds[1]:
                 return f"({left} {op} {right})"
-            return f"(({left} {op} {right}) if {' and '.join(checks)} else _less({left}, {right}, {op!r}))"
+            if kinds[0] in (int, float) or kinds[1] in (int, float):  # one literal: the other of its very type
+                literal = kinds[0] if kinds[0] in (int, float) else kinds[1]
+                other = right if kinds[0] in (int, float) else left
+                check = f"type({other}) is {literal.__name__}"
+            else:  # same Python type, int or float: a mixed pair compares as doubles in _less (cel-go)
+                check = f"type({left}) is type({right}) and (type({left}) is float or type({left}) is int)"
+            return f"(({left} {op} {right}) if {check} else _less({left}, {right}, {op!r}))"
         if op == "in":
             checks = [f"type({right}) is dict"] + ([] if _literal_type(left_node) is str else [f"type({left}) is str"])
             return f"(({left} in {right}) if {' and '.join(checks)} else _in({right}, {left}))"
@@ -342,6 +356,10 @@ class _Generator:
             return f"(({field!r} in {operand}) if type({operand}) is dict else _has({operand}, {field!r}))"
         if name in _MACROS and target is not None:
             return self._macro(name, target, args, out, indent, scope)
+        if name == "cel.bind" and target is None and len(args) == 3 and args[0][0] == "ident":
+            local = self.name("b")
+            out.append(f"{indent}{local} = {self.value(args[1], out, indent, scope)}")
+            return self.value(args[2], out, indent, dict(scope, **{args[0][1]: local}))
         arguments = ((target,) if target is not None else ()) + args
         if name in BUILTINS and BUILTINS[name][0] == len(arguments):
             function = BUILTINS[name][1]
@@ -353,21 +371,32 @@ class _Generator:
         return f"{self.constant(function)}({', '.join(values)})"
 
     def _macro(self, name: str, target: tuple, args: tuple, out: list, indent: str, scope: dict) -> str:
-        arity = 3 if name == "map" and len(args) == 3 else 2
+        two = name in ("all", "exists", "exists_one", "existsOne") and len(args) == 3 and args[1][0] == "ident"
+        arity = 3 if (name == "map" and len(args) == 3) or two else 2
         if len(args) != arity or args[0][0] != "ident":
             raise Unsupported(f"{name}() without a variable name")
+        name = "exists_one" if name == "existsOne" else name
         items = self.name("i")
         out.append(f"{indent}{items} = _iter({self.value(target, out, indent, scope)}, {name!r})")
         variable = self.name("v")
-        inner_scope = dict(scope, **{args[0][1]: variable})
+        if two:  # (index, value) over a list, (key, value) over a map
+            key = self.name("v")
+            inner_scope = dict(scope, **{args[0][1]: key, args[1][1]: variable})
+            header = f"for {key}, {variable} in _pairs({items}):"
+            args = args[1:]
+        else:
+            inner_scope = dict(scope, **{args[0][1]: variable})
+            header = f"for {variable} in {items}:"
         body = indent + _IN
+        step = f"{body}_n += 1\n{body}if _n > {rt.MAX_STEPS}: raise _over()"
         result = self.name("r")
         if name in ("all", "exists"):
             decisive = name == "exists"
             error, value = self.name("e"), self.name()
             out.append(f"{indent}{result} = {not decisive}")
             out.append(f"{indent}{error} = None")
-            out.append(f"{indent}for {variable} in {items}:")
+            out.append(f"{indent}{header}")
+            out.append(step)
             out.append(f"{body}try:")
             text = self.value(args[1], out, body + _IN, inner_scope)
             out.append(f"{body + _IN}{value} = {text}")
@@ -383,7 +412,8 @@ class _Generator:
             out.append(f"{body}if {error} is not None: raise {error}")
             return result
         out.append(f"{indent}{result} = {0 if name == 'exists_one' else []}")
-        out.append(f"{indent}for {variable} in {items}:")
+        out.append(f"{indent}{header}")
+        out.append(step)
         if name == "map" and arity == 3:
             keep = self.atom(args[1], out, body, inner_scope, literal=False)
             out.append(f"{body}if {keep} is False: continue")

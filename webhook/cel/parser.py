@@ -174,6 +174,11 @@ def _escape(source: str, position: int, as_bytes: bool) -> tuple[int, str]:
     raise ParseError(f"invalid escape sequence \\{char}", source, position)
 
 
+# Functions whose name has a namespace (cel-go's extensions): parsed as one global call, not a field selection.
+_NAMESPACED = frozenset({"cel.bind", "strings.quote", "math.greatest", "math.least", "math.abs", "math.sign",
+                         "math.ceil", "math.floor", "math.round", "math.trunc", "math.isNaN", "math.isInf",
+                         "math.isFinite", "optional.of", "optional.none", "optional.ofNonZeroValue",
+                         "sets.contains", "sets.equivalent", "sets.intersects"})
 _RELATIONS = ("==", "!=", "<", "<=", ">", ">=", "in")
 
 
@@ -183,6 +188,11 @@ class _Parser:
         self.tokens = _tokenize(source)
         self.at = 0
         self.depth = 0
+        self.positions: dict[int, int] = {}  # id(node) -> offset in the source: what the checker reports
+
+    def mark(self, node: tuple, position: int) -> tuple:
+        self.positions.setdefault(id(node), position)
+        return node
 
     def peek(self, *values: str) -> bool:
         kind, value, _ = self.tokens[self.at]
@@ -218,10 +228,10 @@ class _Parser:
             raise self.fail("expression nested too deeply")
         node = self.logical("||", "or", self.conditional_and)
         if self.peek("?"):
-            self.take()
+            position = self.take()[2]
             if_true = self.logical("||", "or", self.conditional_and)
             self.expect(":")
-            node = ("cond", node, if_true, self.expr())
+            node = self.mark(("cond", node, if_true, self.expr()), position)
         self.depth -= 1
         return node
 
@@ -230,44 +240,46 @@ class _Parser:
 
     def logical(self, op: str, name: str, operand) -> tuple:
         nodes = [operand()]
+        position = None
         while self.peek(op):
-            self.take()
+            taken = self.take()[2]
+            position = taken if position is None else position
             nodes.append(operand())
-        return nodes[0] if len(nodes) == 1 else (name, tuple(nodes))
+        return nodes[0] if len(nodes) == 1 else self.mark((name, tuple(nodes)), position)
 
     def relation(self) -> tuple:
         node = self.addition()
         while self.peek(*_RELATIONS):
-            op = self.take()[1]
-            node = ("binary", op, node, self.addition())
+            _, op, position = self.take()
+            node = self.mark(("binary", op, node, self.addition()), position)
         return node
 
     def addition(self) -> tuple:
         node = self.multiplication()
         while self.peek("+", "-"):
-            op = self.take()[1]
-            node = ("binary", op, node, self.multiplication())
+            _, op, position = self.take()
+            node = self.mark(("binary", op, node, self.multiplication()), position)
         return node
 
     def multiplication(self) -> tuple:
         node = self.unary()
         while self.peek("*", "/", "%"):
-            op = self.take()[1]
-            node = ("binary", op, node, self.unary())
+            _, op, position = self.take()
+            node = self.mark(("binary", op, node, self.unary()), position)
         return node
 
     def unary(self) -> tuple:
         if self.peek("!"):
-            count = 0
+            count, position = 0, self.tokens[self.at][2]
             while self.peek("!"):
                 self.take()
                 count += 1
             node = self.member()
             for _ in range(count):
-                node = ("not", node)
+                node = self.mark(("not", node), position)
             return node
         if self.peek("-"):
-            count = 0
+            count, start = 0, self.tokens[self.at][2]
             while self.peek("-"):
                 self.take()
                 count += 1
@@ -276,12 +288,12 @@ class _Parser:
                 value = -number
                 if value < INT64_MIN:
                     raise ParseError("int literal out of range", self.source, position)
-                node = self.postfix(("lit", value))
+                node = self.postfix(self.mark(("lit", value), start))
                 count -= 1
             else:
                 node = self.member()
             for _ in range(count):
-                node = ("neg", node)
+                node = self.mark(("neg", node), start)
             return node
         return self.member()
 
@@ -292,18 +304,26 @@ class _Parser:
         while True:
             if self.peek("."):
                 self.take()
+                optional = self.peek("?")
+                if optional:
+                    self.take()
                 kind, name, position = self.take()
                 if kind != "ident":
                     raise ParseError(f"expected a field name, found {self._show(kind, name)}", self.source, position)
-                if self.peek("("):
-                    node = ("call", name, node, self.arguments())
+                if optional:
+                    node = self.mark(("optselect", node, name), position)
+                elif self.peek("("):
+                    node = self.mark(("call", name, node, self.arguments()), position)
                 else:
-                    node = ("select", node, name)
+                    node = self.mark(("select", node, name), position)
             elif self.peek("["):
-                self.take()
+                position = self.take()[2]
+                optional = self.peek("?")
+                if optional:
+                    self.take()
                 index = self.expr()
                 self.expect("]")
-                node = ("index", node, index)
+                node = self.mark((("optindex" if optional else "index"), node, index), position)
             elif self.peek("{"):
                 raise self.fail("message construction is not supported")
             else:
@@ -324,19 +344,23 @@ class _Parser:
         kind, value, position = self.tokens[self.at]
         if kind == "lit":
             self.take()
-            return ("lit", value)
+            return self.mark(("lit", value), position)
         if kind == "int":
             self.take()
             if value > INT64_MAX:
                 raise ParseError("int literal out of range", self.source, position)
-            return ("lit", value)
+            return self.mark(("lit", value), position)
         if kind == "ident":
             if value in _RESERVED:
                 raise ParseError(f"reserved identifier {value!r}", self.source, position)
             self.take()
+            while self.peek(".") and self.tokens[self.at + 1][0] == "ident" and \
+                    f"{value}.{self.tokens[self.at + 1][1]}" in _NAMESPACED and self.tokens[self.at + 2][1] == "(":
+                self.take()  # `cel.bind(`, `strings.quote(`, `math.greatest(`, `optional.of(`: one function name
+                value = f"{value}.{self.take()[1]}"
             if self.peek("("):
-                return ("call", value, None, self.arguments())
-            return ("ident", value)
+                return self.mark(("call", value, None, self.arguments()), position)
+            return self.mark(("ident", value), position)
         if kind == "op" and value == ".":
             raise self.fail("a leading-dot identifier is not supported")
         if kind == "op" and value == "(":
@@ -353,7 +377,7 @@ class _Parser:
                     break
                 self.take()
             self.expect("]")
-            return ("list", tuple(items))
+            return self.mark(("list", tuple(items)), position)
         if kind == "op" and value == "{":
             self.take()
             entries = []
@@ -365,10 +389,18 @@ class _Parser:
                     break
                 self.take()
             self.expect("}")
-            return ("map", tuple(entries))
+            return self.mark(("map", tuple(entries)), position)
         raise self.fail("expected an expression")
 
 
 def parse(source: str) -> tuple:
     """The tree of one CEL expression; ParseError (with the column) when it is not one."""
     return _Parser(source).parse()
+
+
+def parse_with_positions(source: str) -> tuple[tuple, dict[int, int]]:
+    """The tree and, by `id(node)`, the 0-based offset in `source` each node starts at (for the checker's reports).
+
+    The ids are valid while the tree is alive: keep the tree with the table."""
+    parser = _Parser(source)
+    return parser.parse(), parser.positions

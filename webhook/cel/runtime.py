@@ -21,6 +21,27 @@ _NUMBERS = (int, float, UInt)
 _INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: Python's int() would also take "1_000" and " 1"
 _DOUBLE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:[iI]nf(?:inity)?|NaN|nan)")
 _KEYS = (str, int, bool, UInt)
+# No string or list a rule builds may be larger (characters or items): an object is at most 3 MiB (the API server's
+# request limit), so only a concatenation or join bomb gets here, and it stops before it costs the process its memory.
+MAX_SIZE = 8 * 1024 * 1024
+# Comprehension iterations one evaluation of one expression may take (the run-time bound; cel/cost.py is the static
+# one): a million is about a second of generated Python, inside any review budget.
+MAX_STEPS = 1_000_000
+
+
+class Optional:
+    """A CEL optional (`x.?f`, `optional.of(v)`): `value`, or none when it is the NONE instance."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "optional.none()" if self is NONE else f"optional.of({self.value!r})"
+
+
+NONE = Optional(None)
 
 
 class CelType:
@@ -36,10 +57,10 @@ class CelType:
 
 
 TYPES = {name: CelType(name) for name in
-         ("bool", "int", "uint", "double", "string", "bytes", "null_type", "list", "map", "type")}
+         ("bool", "int", "uint", "double", "string", "bytes", "null_type", "list", "map", "type", "optional_type")}
 _TYPE_OF = {bool: TYPES["bool"], int: TYPES["int"], UInt: TYPES["uint"], float: TYPES["double"],
             str: TYPES["string"], bytes: TYPES["bytes"], type(None): TYPES["null_type"], list: TYPES["list"],
-            dict: TYPES["map"], CelType: TYPES["type"]}
+            dict: TYPES["map"], CelType: TYPES["type"], Optional: TYPES["optional_type"]}
 
 
 _SIMPLE = (str, int, float, bool, type(None), bytes, UInt, CelType)
@@ -107,6 +128,9 @@ def _lookup(mapping: dict, key: Any) -> Any:
 
 def less(a: Any, b: Any, op: str) -> bool:
     ta, tb = type(a), type(b)
+    if ta is not tb and (ta is float or tb is float) and ta in _NUMBERS and tb in _NUMBERS:
+        a, b = float(a), float(b)  # int against double compares as doubles (cel-go): 2**63-1 is not < 2.0**63
+        ta = tb = float
     if (ta is tb and ta in (str, int, float, bytes, bool, UInt)) or (ta in _NUMBERS and tb in _NUMBERS):
         if op == "<":
             return a < b
@@ -135,7 +159,11 @@ def add(a: Any, b: Any) -> Any:
     if ta is type(b):
         if ta is int:
             return _int(a + b)
-        if ta in (float, str, bytes, list):
+        if ta is float:
+            return a + b
+        if ta in (str, bytes, list):
+            if len(a) + len(b) > MAX_SIZE:
+                raise EvalError(f"+ result larger than {MAX_SIZE} (characters or items)")
             return a + b
         if ta is UInt:
             return _uint(a + b)
@@ -189,6 +217,8 @@ def select(value: Any, field: str) -> Any:
             return value[field]
         except KeyError:
             raise EvalError(f"no such key: {field}") from None
+    if type(value) is Optional:  # `x.?a.b`: selection on an optional chains
+        return opt_select(value, field)
     raise EvalError(f"no such field {field!r} on a {_type_name(value)}")
 
 
@@ -212,6 +242,8 @@ def index(value: Any, key: Any) -> Any:
         if found is _MISSING:
             raise EvalError(f"no such key: {key}")
         return found
+    if kind is Optional:
+        return opt_select(value, key)
     raise overload("[]", value, key)
 
 
@@ -324,6 +356,31 @@ def has_field(value: Any, field: str) -> bool:
     if type(value) is dict:
         return field in value
     raise overload("has", value)
+
+
+def over_budget() -> EvalError:
+    return EvalError(f"evaluation exceeded {MAX_STEPS} comprehension steps (the run-time cost bound)")
+
+
+def opt_select(value: Any, field: Any) -> Optional:
+    """`x.?f` and `x[?k]`: optional.of(x.f) when x has it, none when it does not (or x is itself none)."""
+    if type(value) is Optional:
+        if value is NONE:
+            return NONE
+        value = value.value
+    if type(value) is dict:
+        if type(field) is str:
+            return Optional(value[field]) if field in value else NONE
+        found = _lookup(value, field)
+        return NONE if found is _MISSING else Optional(found)
+    if type(value) is list and type(field) in (int, UInt):
+        return Optional(value[field]) if 0 <= field < len(value) else NONE
+    raise overload("_?._", value, field)
+
+
+def pairs(value: Any) -> Any:
+    """What a two-variable comprehension walks: (index, item) of a list, (key, value) of a map."""
+    return enumerate(value) if type(value) is list else value.items()
 
 
 def iterable(value: Any, macro: str) -> Any:

@@ -1,9 +1,12 @@
 """Compiling one validated `Policy` document: every CEL expression and JSON Schema rule built once.
 
-Parameters are constants once the config is loaded: CEL sources get them inlined
-as literals (cel/environment.py `inline_params`), schema rules get every
-`"${params.NAME}"` string replaced by the value. A problem is reported as a
-(JSON pointer, message) pair, which the loader turns into file:line:col.
+Parameters are constants once the config is loaded: CEL sources are checked with
+`params` declared as a constant and get them inlined as literals for the run
+(cel/environment.py), schema rules get every `"${params.NAME}"` string replaced
+by the value. Each expression is checked against the declarations of its level
+(language/declarations.py). A problem is reported as a (JSON pointer, message,
+offset) triple — the offset in the expression as written, or None — which the
+loader turns into file:line:col.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any, Optional
 
 from webhook.cel.environment import CelError, Expression, Template, required_presence
 from webhook.language.checks import Checks
+from webhook.language.declarations import for_level
 from webhook.language.policy import Match, Mutation, Policy, Rule
 
 _PARAM_REF = re.compile(r"^\$\{params\.([A-Za-z_][A-Za-z0-9_]*)\}$")
@@ -43,31 +47,35 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     params = copy.deepcopy(doc.get("params") or {})
     for key, value in (params_override or {}).items():
         params[key] = value
-    problems: list[tuple[str, str]] = []
+    problems: list[tuple] = []
 
-    def expression(text: Optional[str], where: str) -> Optional[Expression]:
+    def expression(text: Optional[str], where: str, level: str, name: str) -> Optional[Expression]:
         if text is None:
             return None
         try:
-            return Expression(text, params, checks)
+            return Expression(text, params, checks, for_level(level))
         except CelError as exc:
-            problems.append((where, f"CEL does not compile: {exc}"))
+            problems.append((where, f"{name}: CEL does not compile: {exc.message}", exc.offset))
             return None
 
     rules = []
     for position, raw in enumerate(doc["rules"]):
         where = f"/rules/{position}"
+        level = raw.get("target", doc["target"])
+        if level not in ("object", "pod", "container"):
+            level = doc["target"]
         try:
-            message = Template(raw["message"], params, checks)
+            message = Template(raw["message"], params, checks, for_level(level))
         except CelError as exc:
-            problems.append((f"{where}/message", f"CEL in message does not compile: {exc}"))
+            problems.append((f"{where}/message", f"rule {raw['name']}: CEL in message does not compile: "
+                                                 f"{exc.message}", exc.offset))
             continue
         rule = Rule(
             name=raw["name"],
             message=message,
             path=raw.get("path", ""),
-            when=expression(raw.get("when"), f"{where}/when"),
-            expression=expression(raw.get("expression"), f"{where}/expression"),
+            when=expression(raw.get("when"), f"{where}/when", level, f"rule {raw['name']}"),
+            expression=expression(raw.get("expression"), f"{where}/expression", level, f"rule {raw['name']}"),
             action=raw.get("action"),
             requires=tuple(raw.get("requires", ())),
             when_unknown=raw.get("whenUnknown", "skip"),
@@ -94,9 +102,10 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     mutations = []
     for position, raw in enumerate(doc.get("mutations") or ()):
         where = f"/mutations/{position}"
-        value = expression(raw["value"], f"{where}/value")
-        when = expression(raw.get("when"), f"{where}/when")
         target = raw.get("target", doc["target"])
+        level = target if target in ("pod", "container") else doc["target"]
+        value = expression(raw["value"], f"{where}/value", level, f"mutation {raw['name']}")
+        when = expression(raw.get("when"), f"{where}/when", level, f"mutation {raw['name']}")
         if target not in ("pod", "container"):
             problems.append((f"{where}/target", "a mutation targets a pod or a container"))
         if value is not None:
@@ -141,8 +150,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
 
 
 class Problems(Exception):
-    """Every (JSON pointer, message) that kept one document from compiling."""
+    """Every (JSON pointer, message[, offset in the expression]) that kept one document from compiling."""
 
-    def __init__(self, problems: list[tuple[str, str]]):
+    def __init__(self, problems: list[tuple]):
         super().__init__(problems)
         self.problems = problems

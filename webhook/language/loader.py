@@ -16,12 +16,21 @@ from webhook.language.compiler import Problems, compile_policy
 from webhook.language.policy import Policy, PolicyLoadError
 from webhook.language.schemacheck import errors as schema_errors
 from webhook.language.schemacheck import locate_error
+from webhook.language.sourcemap import locate
 from webhook.model import pointer as jp
 from webhook.model.resource import Resource
 
 
-def _format(resource: Resource, pointer: str, message: str) -> str:
+def _format(resource: Resource, pointer: str, message: str, offset: Optional[int] = None,
+            text: Optional[str] = None) -> str:
+    """`file:line:col: field: message`; with `offset`, the column of that character of the field's expression."""
     line, column = resource.origin.position(pointer)
+    if offset is not None:
+        value = jp.resolve(resource.obj, pointer)
+        found = locate(resource.origin.node, resource.origin.base, pointer, value, offset, text) \
+            if isinstance(value, str) else None
+        if found is not None:
+            line, column = found
     field_name = jp.to_dotted(pointer) or "(document)"
     return f"{resource.origin.file}:{line}:{column}: {field_name}: {message}"
 
@@ -70,7 +79,8 @@ def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None
         try:
             policies.append(compile_policy(doc, resource.origin.file or "?", (params or {}).get(name), checks))
         except Problems as exc:
-            problems += [_format(resource, where, message) for where, message in exc.problems]
+            problems += [_format(resource, problem[0], problem[1], problem[2] if len(problem) > 2 else None,
+                                 texts[path]) for problem in exc.problems]
     if not files:
         problems.append("no policy files given")
     elif not policies and not problems:
