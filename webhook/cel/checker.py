@@ -100,7 +100,7 @@ def children(node: tuple) -> list:
     kind = node[0]
     if kind in ("lit", "ident"):
         return []
-    if kind in ("select", "optselect", "not", "neg"):
+    if kind in ("select", "optselect", "not", "neg", "optitem"):
         return [node[1]]
     if kind in ("index", "optindex"):
         return [node[1], node[2]]
@@ -210,6 +210,12 @@ class Checker:
             return "optional"
         raise self.fail(node, f"a {show(operand)} cannot be indexed")
 
+    def _optitem(self, node: tuple, scope: Mapping) -> Any:
+        kind = self.check(node[1], scope)
+        if kind not in (DYN, "optional"):
+            raise self.fail(node, f"`?` takes an optional, not a {show(kind)}")
+        return DYN
+
     def _optindex(self, node: tuple, scope: Mapping) -> Any:
         self._index(node, scope)
         return "optional"
@@ -305,6 +311,19 @@ class Checker:
             return "bool"
         if target is not None and name in _MACROS and args and args[0][0] == "ident":
             return self._macro(node, name, target, args, scope)
+        if target is not None and name in ("transformList", "transformMap") and len(args) in (3, 4) and \
+                args[0][0] == "ident" and args[1][0] == "ident":
+            self.check(target, scope)
+            inner = dict(scope, **{args[0][1]: DYN, args[1][1]: DYN})
+            kinds = [self.check(part, inner) for part in args[2:]]
+            if len(kinds) == 2:
+                self._bool(args[2], kinds[0], f"{name}()'s filter")
+            return ("list", kinds[-1]) if name == "transformList" else ("map", DYN, kinds[-1])
+        if target is not None and name in ("optMap", "optFlatMap") and len(args) == 2 and args[0][0] == "ident":
+            if self.check(target, scope) not in (DYN, "optional"):
+                raise self.fail(node, f"{name}() takes an optional")
+            self.check(args[1], dict(scope, **{args[0][1]: DYN}))
+            return "optional"
         if name == "cel.bind":
             if len(args) != 3 or args[0][0] != "ident":
                 raise self.fail(node, "cel.bind() takes a name, a value and an expression")

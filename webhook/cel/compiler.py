@@ -32,7 +32,8 @@ _HELPERS = {
     "_eq": rt.equals, "_less": rt.less, "_add": rt.add, "_arith": rt.arith, "_in": rt.contains,
     "_sel": rt.select, "_idx": rt.index, "_fail": rt.fail, "_overload": rt.overload, "_neg": rt.negate,
     "_has": rt.has_field, "_iter": rt.iterable, "_map": rt.make_map, "_translate": rt.translate,
-    "_optsel": rt.opt_select, "_over": rt.over_budget, "_pairs": rt.pairs,
+    "_optsel": rt.opt_select, "_over": rt.over_budget, "_pairs": rt.pairs, "_optlist": rt.opt_list,
+    "_optentries": rt.opt_entries, "_Opt": rt.Optional, "_NONE": rt.NONE,
 }
 BUILTINS: dict[str, tuple[int, Callable]] = {
     "size": (1, rt.size),
@@ -40,6 +41,8 @@ BUILTINS: dict[str, tuple[int, Callable]] = {
     "uint": (1, rt.to_uint),
     "double": (1, rt.to_double),
     "string": (1, rt.to_string),
+    "bool": (1, rt.to_bool),
+    "bytes": (1, rt.to_bytes),
     "dyn": (1, lambda value: value),
     "type": (1, rt.type_of),
     "startsWith": (2, rt.string_method("startsWith")),
@@ -122,6 +125,9 @@ def fold(node: tuple) -> tuple:
             return ("lit", operand[1][key[1]])
         return ("index", operand, key)
     if kind == "call":
+        if node[1] == "has" and node[2] is None and len(node[3]) == 1 and node[3][0][0] == "select":
+            field = node[3][0]  # has() keeps its selection: only the operand is folded
+            return ("call", "has", None, (("select", fold(field[1]), field[2]),))
         return ("call", node[1], None if node[2] is None else fold(node[2]), tuple(fold(a) for a in node[3]))
     if kind in ("not", "neg"):
         return (kind, fold(node[1]))
@@ -336,9 +342,17 @@ class _Generator:
 
     # literals with parts
     def _list(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        if any(item[0] == "optitem" for item in node[1]):
+            pairs = [(item[0] == "optitem", self.atom(item[1] if item[0] == "optitem" else item, out, indent, scope))
+                     for item in node[1]]
+            return "_optlist([" + ", ".join(f"({flag}, {value})" for flag, value in pairs) + "])"
         return "[" + ", ".join(self.atom(item, out, indent, scope) for item in node[1]) + "]"
 
     def _map(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        if any(k[0] == "optitem" for k, _ in node[1]):
+            triples = [(k[0] == "optitem", self.atom(k[1] if k[0] == "optitem" else k, out, indent, scope),
+                        self.atom(v, out, indent, scope)) for k, v in node[1]]
+            return "_map(_optentries([" + ", ".join(f"({f}, {k}, {v})" for f, k, v in triples) + "]))"
         entries = [(self.atom(k, out, indent, scope), self.atom(v, out, indent, scope)) for k, v in node[1]]
         keys = [k for k, _ in node[1]]
         if all(k[0] == "lit" and type(k[1]) is str for k in keys) and len({k[1] for k in keys}) == len(keys):
@@ -356,6 +370,11 @@ class _Generator:
             return f"(({field!r} in {operand}) if type({operand}) is dict else _has({operand}, {field!r}))"
         if name in _MACROS and target is not None:
             return self._macro(name, target, args, out, indent, scope)
+        if name in ("transformList", "transformMap") and target is not None and len(args) in (3, 4) \
+                and args[0][0] == "ident" and args[1][0] == "ident":
+            return self._transform(name, target, args, out, indent, scope)
+        if name in ("optMap", "optFlatMap") and target is not None and len(args) == 2 and args[0][0] == "ident":
+            return self._optmap(name, target, args, out, indent, scope)
         if name == "cel.bind" and target is None and len(args) == 3 and args[0][0] == "ident":
             local = self.name("b")
             out.append(f"{indent}{local} = {self.value(args[1], out, indent, scope)}")
@@ -369,6 +388,36 @@ class _Generator:
             raise Unsupported(f"function {name!r}")
         values = [self.atom(argument, out, indent, scope) for argument in arguments]
         return f"{self.constant(function)}({', '.join(values)})"
+
+    def _transform(self, name: str, target: tuple, args: tuple, out: list, indent: str, scope: dict) -> str:
+        """cel-go's two-variable `transformList(i, v, [filter,] expr)` and `transformMap(k, v, [filter,] expr)`."""
+        items, key, variable, result = self.name("i"), self.name("v"), self.name("v"), self.name("r")
+        out.append(f"{indent}{items} = _iter({self.value(target, out, indent, scope)}, {name!r})")
+        out.append(f"{indent}_n += len({items})")
+        out.append(f"{indent}if _n > {rt.MAX_STEPS}: raise _over()")
+        inner = dict(scope, **{args[0][1]: key, args[1][1]: variable})
+        body = indent + _IN
+        out.append(f"{indent}{result} = {'[]' if name == 'transformList' else '{}'}")
+        out.append(f"{indent}for {key}, {variable} in _pairs({items}):")
+        if len(args) == 4:
+            keep = self.atom(args[2], out, body, inner, literal=False)
+            out.append(f"{body}if {keep} is False: continue")
+            out.append(f"{body}if {keep} is not True: raise _overload({name!r}, {keep})")
+        value = self.value(args[-1], out, body, inner)
+        out.append(f"{body}{result}.append({value})" if name == "transformList" else f"{body}{result}[{key}] = {value}")
+        return result
+
+    def _optmap(self, name: str, target: tuple, args: tuple, out: list, indent: str, scope: dict) -> str:
+        """`opt.optMap(v, expr)` / `opt.optFlatMap(v, expr)`: none stays none, a value goes through expr."""
+        optional, result, variable = self.atom(target, out, indent, scope), self.name("r"), self.name("v")
+        out.append(f"{indent}if type({optional}) is not _Opt: raise _overload({name!r}, {optional})")
+        out.append(f"{indent}if {optional} is _NONE:")
+        out.append(f"{indent + _IN}{result} = _NONE")
+        out.append(f"{indent}else:")
+        out.append(f"{indent + _IN}{variable} = {optional}.value")
+        value = self.value(args[1], out, indent + _IN, dict(scope, **{args[0][1]: variable}))
+        out.append(f"{indent + _IN}{result} = {'_Opt(' + value + ')' if name == 'optMap' else value}")
+        return result
 
     def _macro(self, name: str, target: tuple, args: tuple, out: list, indent: str, scope: dict) -> str:
         two = name in ("all", "exists", "exists_one", "existsOne") and len(args) == 3 and args[1][0] == "ident"
@@ -388,7 +437,10 @@ class _Generator:
             inner_scope = dict(scope, **{args[0][1]: variable})
             header = f"for {variable} in {items}:"
         body = indent + _IN
-        step = f"{body}_n += 1\n{body}if _n > {rt.MAX_STEPS}: raise _over()"
+        # the run-time bound, paid once per loop rather than per step: the steps a loop will take are counted
+        # before it starts (an early exit is counted in full: conservative, and a loop too long never starts)
+        out.append(f"{indent}_n += len({items})")
+        out.append(f"{indent}if _n > {rt.MAX_STEPS}: raise _over()")
         result = self.name("r")
         if name in ("all", "exists"):
             decisive = name == "exists"
@@ -396,7 +448,6 @@ class _Generator:
             out.append(f"{indent}{result} = {not decisive}")
             out.append(f"{indent}{error} = None")
             out.append(f"{indent}{header}")
-            out.append(step)
             out.append(f"{body}try:")
             text = self.value(args[1], out, body + _IN, inner_scope)
             out.append(f"{body + _IN}{value} = {text}")
@@ -413,7 +464,6 @@ class _Generator:
             return result
         out.append(f"{indent}{result} = {0 if name == 'exists_one' else []}")
         out.append(f"{indent}{header}")
-        out.append(step)
         if name == "map" and arity == 3:
             keep = self.atom(args[1], out, body, inner_scope, literal=False)
             out.append(f"{body}if {keep} is False: continue")

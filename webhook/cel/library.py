@@ -110,10 +110,22 @@ def regex(pattern: str) -> Any:
         raise EvalError(f"invalid regular expression {pattern!r} (RE2): {reason}") from None
 
 
+_MATCHED: dict[tuple[str, str], bool] = {}  # (pattern, text) -> answer: google-re2's Python wrapper costs ~20 µs
+# a call, and reviews ask the same few questions (this image against the digest pattern) again and again
+
+
 def matches(text: Any, pattern: Any) -> bool:
     if type(text) is not str or type(pattern) is not str:
         raise overload("matches", text, pattern)
-    return regex(pattern).search(text) is not None
+    key = (pattern, text)
+    found = _MATCHED.get(key)
+    if found is None:
+        found = regex(pattern).search(text) is not None
+        if len(text) <= 1024:
+            if len(_MATCHED) >= 8192:
+                _MATCHED.clear()
+            _MATCHED[key] = found
+    return found
 
 
 def _find(text: Any, pattern: Any) -> str:
@@ -219,10 +231,8 @@ def _glob(value: Any, patterns: Any) -> bool:
 
 def _join(items: Any, sep: Any = "") -> str:
     items = _list(items, "join")
-    if type(sep) is not str or any(type(item) is not str for item in items):
-        # aiadmit's join() formats numbers too (messages join quantities); Kubernetes' takes strings only
-        if type(sep) is not str:
-            raise overload("join", items, sep)
+    if type(sep) is not str:  # aiadmit's join() formats numbers too (messages join quantities); Kubernetes' not
+        raise overload("join", items, sep)
     out = sep.join(item if type(item) is str else _display(item) for item in items)
     if len(out) > MAX_SIZE:
         raise EvalError(f"join() result larger than {MAX_SIZE} characters")
@@ -289,7 +299,8 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
     _f("compareTo", "kubernetes", (("quantity", "quantity"),), "int", _compare, True),
     _f("asApproximateFloat", "kubernetes", (("quantity",),), "double", lambda q: _q(q, "asApproximateFloat"), True),
     _f("asInteger", "kubernetes", (("quantity",),), "int", _as_integer, True),
-    _f("isInteger", "kubernetes", (("quantity",),), "bool", lambda q: _q(q, "isInteger").is_integer(), True),
+    _f("isInteger", "kubernetes", (("quantity",),), "bool",
+       lambda q: _q(q, "isInteger").is_integer() and INT64_MIN <= q <= INT64_MAX, True),
     _f("sign", "kubernetes", (("quantity",),), "int", lambda q: _compare(q, 0.0), True),
     _f("add", "kubernetes", (("quantity", "number"),), "quantity",
        lambda a, b: _q(a, "add") + _q(b, "add"), True),
@@ -344,6 +355,9 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
        False),
     _f("math.isFinite", "cel", (("double",),), "bool",
        lambda x: abs(st.need_double(x, "isFinite")) != float("inf") and x == x, False),
+    *(_f(name, "cel", ((_A, _A),) if name not in ("math.bitNot",) else ((_A,),), None, call, False)
+      for name, call in st.BITS.items()),
+    _f("math.sqrt", "cel", (("number",),), "double", st.math_sqrt, False),
     # cel-go optional types
     _f("optional.of", "cel", ((_A,),), "optional", Opt, False),
     _f("optional.none", "cel", ((),), "optional", lambda: NONE, False),

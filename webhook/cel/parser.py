@@ -48,6 +48,7 @@ _TOKEN = re.compile(r"""
   | (?P<hex>0[xX][0-9a-fA-F]+[uU]?)
   | (?P<int>\d+[uU]?)
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<quoted>`[A-Za-z0-9_.\-/ ]+`)
   | (?P<op>==|!=|<=|>=|&&|\|\||[-+*/%<>!?:.,()\[\]{}])
 """, re.X)
 
@@ -99,6 +100,8 @@ def _tokenize(source: str) -> list[tuple[str, Any, int]]:
                 tokens.append(("op", "in", position))
             else:
                 tokens.append(("ident", text, position))  # a reserved word is a field name only (`x.namespace`)
+        elif kind == "quoted":
+            tokens.append(("quoted", text[1:-1], position))  # a field name in backticks: `content-type`
         else:
             tokens.append(("op", text, position))
         position = match.end()
@@ -178,7 +181,8 @@ def _escape(source: str, position: int, as_bytes: bool) -> tuple[int, str]:
 _NAMESPACED = frozenset({"cel.bind", "strings.quote", "math.greatest", "math.least", "math.abs", "math.sign",
                          "math.ceil", "math.floor", "math.round", "math.trunc", "math.isNaN", "math.isInf",
                          "math.isFinite", "optional.of", "optional.none", "optional.ofNonZeroValue",
-                         "sets.contains", "sets.equivalent", "sets.intersects"})
+                         "sets.contains", "sets.equivalent", "sets.intersects", "math.bitAnd", "math.bitOr",
+                         "math.bitXor", "math.bitNot", "math.bitShiftLeft", "math.bitShiftRight", "math.sqrt"})
 _RELATIONS = ("==", "!=", "<", "<=", ">", ">=", "in")
 
 
@@ -308,6 +312,11 @@ class _Parser:
                 if optional:
                     self.take()
                 kind, name, position = self.take()
+                if kind == "quoted":
+                    kind = "field"
+                if kind == "field":
+                    node = self.mark((("optselect" if optional else "select"), node, name), position)
+                    continue
                 if kind != "ident":
                     raise ParseError(f"expected a field name, found {self._show(kind, name)}", self.source, position)
                 if optional:
@@ -372,7 +381,11 @@ class _Parser:
             self.take()
             items = []
             while not self.peek("]"):
-                items.append(self.expr())
+                if self.peek("?"):  # `[?x]`: the element only when the optional x has a value
+                    where = self.take()[2]
+                    items.append(self.mark(("optitem", self.expr()), where))
+                else:
+                    items.append(self.expr())
                 if not self.peek(","):
                     break
                 self.take()
@@ -382,7 +395,11 @@ class _Parser:
             self.take()
             entries = []
             while not self.peek("}"):
-                key = self.expr()
+                if self.peek("?"):  # `{?k: v}`: the entry only when the optional v has a value
+                    where = self.take()[2]
+                    key = self.mark(("optitem", self.expr()), where)
+                else:
+                    key = self.expr()
                 self.expect(":")
                 entries.append((key, self.expr()))
                 if not self.peek(","):

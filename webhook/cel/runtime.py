@@ -101,6 +101,8 @@ def equals(a: Any, b: Any) -> bool:
         return a == b
     if ta is list and tb is list:
         return len(a) == len(b) and all(equals(x, y) for x, y in zip(a, b))
+    if ta is Optional and tb is Optional:
+        return (a is NONE and b is NONE) or (a is not NONE and b is not NONE and equals(a.value, b.value))
     if ta is dict and tb is dict:
         if len(a) != len(b):
             return False
@@ -225,6 +227,8 @@ def select(value: Any, field: str) -> Any:
 def index(value: Any, key: Any) -> Any:
     kind = type(value)
     if kind is list:
+        if type(key) is float and key.is_integer():  # `[7, 8][dyn(0.0)]`: a numeric index (cel-go)
+            key = int(key)
         if type(key) not in (int, UInt):
             raise overload("[]", value, key)
         if 0 <= key < len(value):
@@ -236,7 +240,7 @@ def index(value: Any, key: Any) -> Any:
                 return value[key]
             except KeyError:
                 raise EvalError(f"no such key: {key}") from None
-        if type(key) not in _KEYS:
+        if type(key) not in _KEYS and type(key) is not float:
             raise overload("[]", value, key)
         found = _lookup(value, key)
         if found is _MISSING:
@@ -355,6 +359,8 @@ def negate(value: Any) -> Any:
 def has_field(value: Any, field: str) -> bool:
     if type(value) is dict:
         return field in value
+    if type(value) is Optional:  # `has(x.?a.b)`: false when the chain is empty
+        return value is not NONE and has_field(value.value, field)
     raise overload("has", value)
 
 
@@ -388,6 +394,54 @@ def iterable(value: Any, macro: str) -> Any:
     if type(value) in (list, dict):
         return value
     raise overload(macro, value)
+
+
+def to_bool(value: Any) -> bool:
+    if type(value) is bool:
+        return value
+    if type(value) is str:
+        if value in ("1", "t", "true", "TRUE", "True"):
+            return True
+        if value in ("0", "f", "false", "FALSE", "False"):
+            return False
+        raise EvalError(f"bool() cannot parse {value!r}")
+    raise overload("bool", value)
+
+
+def to_bytes(value: Any) -> bytes:
+    if type(value) is bytes:
+        return value
+    if type(value) is str:
+        return value.encode("utf-8")
+    raise overload("bytes", value)
+
+
+def opt_list(entries: list) -> list:
+    """`[a, ?b]`: (optional?, value) pairs; an optional element is kept only when it has a value."""
+    out = []
+    for optional, value in entries:
+        if optional:
+            if type(value) is not Optional:
+                raise overload("[?_]", value)
+            if value is not NONE:
+                out.append(value.value)
+        else:
+            out.append(value)
+    return out
+
+
+def opt_entries(entries: list) -> list:
+    """`{?k: v}`: (optional?, key, value) triples as the (key, value) pairs that are kept."""
+    out = []
+    for optional, key, value in entries:
+        if optional:
+            if type(value) is not Optional:
+                raise overload("{?_: _}", value)
+            if value is not NONE:
+                out.append((key, value.value))
+        else:
+            out.append((key, value))
+    return out
 
 
 def make_map(entries: list) -> dict:

@@ -6,7 +6,6 @@ Indices count code points, as in cel-go. `lowerAscii`/`upperAscii` change ASCII 
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -143,24 +142,94 @@ def format_(template: Any, args: Any) -> str:
     return "".join(out)
 
 
+def _special(value: float) -> str | None:
+    if value != value:
+        return "NaN"
+    if value in (math.inf, -math.inf):
+        return "Infinity" if value > 0 else "-Infinity"
+    return None
+
+
+def show(value: Any) -> str:
+    """`%s` of a value, as cel-go prints it: strings bare, lists and maps in CEL's brackets."""
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if kind is float:
+        special = _special(value)
+        return special if special is not None else to_string(value)
+    if kind is list:
+        return "[" + ", ".join(show(item) for item in value) + "]"
+    if kind is dict:
+        return "{" + ", ".join(f"{show(k)}: {show(v)}" for k, v in value.items()) + "}"
+    if kind.__name__ == "CelType":
+        return value.name
+    return to_string(value)
+
+
 def _verb(verb: str, value: Any, precision: Any) -> str:
     kind = type(value)
     if verb == "s":
-        if kind in (list, dict, bool) or value is None:
-            return "null" if value is None else ("true" if value is True else "false") if kind is bool \
-                else json.dumps(value)
-        return to_string(value)
+        return show(value)
+    if kind is float and verb in "dfe" and _special(value) is not None:
+        return _special(value)
     if verb == "d" and kind in (int, UInt):
         return str(int(value))
     if verb in "fe" and kind in (int, UInt, float):
         return f"{float(value):.{6 if precision is None else precision}{verb}}"
-    if verb in "xXob" and kind in (int, UInt, str, bytes):
-        if kind in (str, bytes):
-            data = value.encode() if kind is str else value
-            text = data.hex()
-            return text.upper() if verb == "X" else text
+    if verb == "b" and kind is bool:
+        return "1" if value else "0"
+    if verb in "xX" and kind in (str, bytes):
+        text = (value.encode() if kind is str else value).hex()
+        return text.upper() if verb == "X" else text
+    if verb in "xXob" and kind in (int, UInt):
         return format(int(value), verb)
+    if verb in "xX" and kind is float:
+        return float(value).hex() if verb == "x" else float(value).hex().upper()
     raise EvalError(f"format: %{verb} does not take a {kind.__name__}")
+
+
+def _bits(name: str, how):
+    def call(*values: Any) -> Any:
+        kinds = {type(v) for v in values}
+        if len(kinds) != 1 or kinds.pop() not in (int, UInt):
+            raise overload(name, *values)
+        return how(*values)
+    return call
+
+
+def _wrap(value: int, like: Any) -> Any:
+    if type(like) is UInt:
+        return UInt(value & (2 ** 64 - 1))
+    value &= 2 ** 64 - 1
+    return value - 2 ** 64 if value >= 2 ** 63 else value
+
+
+def _shift(name: str, left: bool):
+    def call(value: Any, count: Any) -> Any:
+        if type(value) not in (int, UInt) or type(count) is not int:
+            raise overload(name, value, count)
+        if count < 0:
+            raise EvalError(f"{name}: negative shift {count}")
+        if count >= 64:
+            return type(value)(0)
+        unsigned = int(value) & (2 ** 64 - 1)
+        return _wrap((unsigned << count) if left else (unsigned >> count), value)
+    return call
+
+
+BITS = {
+    "math.bitAnd": _bits("math.bitAnd", lambda a, b: type(a)(int(a) & int(b))),
+    "math.bitOr": _bits("math.bitOr", lambda a, b: type(a)(int(a) | int(b))),
+    "math.bitXor": _bits("math.bitXor", lambda a, b: type(a)(int(a) ^ int(b))),
+    "math.bitNot": _bits("math.bitNot", lambda a: _wrap(~int(a), a)),
+    "math.bitShiftLeft": _shift("math.bitShiftLeft", True),
+    "math.bitShiftRight": _shift("math.bitShiftRight", False),
+}
 
 
 def need_double(value: Any, name: str) -> float:
@@ -199,3 +268,10 @@ def math_round(how: str):
             return float(math.trunc(value))
         return float(math.floor(abs(value) + 0.5)) * (1.0 if value >= 0 else -1.0)  # half away from zero
     return call
+
+
+def math_sqrt(value: Any) -> float:
+    if type(value) not in (int, UInt, float):
+        raise overload("math.sqrt", value)
+    value = float(value)
+    return math.sqrt(value) if value >= 0 else math.nan
