@@ -142,6 +142,7 @@ class Checker:
         self.functions = functions
         self.free: set[str] = set()
         self.reference_only = False
+        self.type: Any = DYN  # the checked expression's type
 
     def fail(self, node: tuple, message: str) -> CheckError:
         return CheckError(message, self.positions.get(id(node), 0))
@@ -409,5 +410,5 @@ def check(tree: tuple, positions: Mapping[int, int], declarations: Optional[Mapp
         raise CheckError(f"expression nested deeper than {MAX_DEPTH} levels: split it (variables, or several rules)",
                          0)
     checker = Checker(positions, declarations or {}, functions, lenient)
-    checker.check(tree)
+    checker.type = checker.check(tree)
     return checker

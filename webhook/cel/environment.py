@@ -189,8 +189,9 @@ def params_type(params: Mapping[str, Any]) -> Struct:
 
 
 def checked(source: str, params: Optional[dict], declarations: Optional[Mapping[str, Any]],
-            limits: Optional[costs.Limits] = None) -> tuple[frozenset, bool]:
-    """Parse, check and cost `source` as written: (the variables it reads, whether it needs the reference library).
+            limits: Optional[costs.Limits] = None) -> tuple[frozenset, bool, Any]:
+    """Parse, check and cost `source` as written: (the variables it reads, whether it needs the reference library,
+    its type as the checker found it).
 
     Raises CelError with the offset in `source`. `declarations` None: every free name is a dyn variable."""
     if len(source) > MAX_LENGTH:
@@ -205,10 +206,11 @@ def checked(source: str, params: Optional[dict], declarations: Optional[Mapping[
         declarations["params"] = params_type(params)
     try:
         checker = check(tree, positions, declarations, LIBRARY, lenient)
+        kind = checker.type
         costs.estimate(tree, positions, params or {}, limits)
     except CheckError as exc:
         raise CelError(exc.message, exc.offset) from None
-    return frozenset(checker.free - {"params"}), checker.reference_only
+    return frozenset(checker.free - {"params"}), checker.reference_only, kind
 
 
 class Expression:
@@ -220,14 +222,14 @@ class Expression:
     engine's combined verdict program answers for).
     """
 
-    __slots__ = ("source", "compiled", "_program", "variables", "_memo", "reference")
+    __slots__ = ("source", "compiled", "_program", "variables", "_memo", "reference", "type")
 
     def __init__(self, source: str, params: dict | None = None, memo: Any = None,
                  declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None):
         """`declarations` maps each variable the rule's level binds to its type (None: any name, as dyn);
         `memo` (duck-typed: language/checks.py `Checks`) may answer Python's compile: `compile(python, filename)`."""
         self.source = source
-        variables, self.reference = checked(source, params, declarations, limits)
+        variables, self.reference, self.type = checked(source, params, declarations, limits)
         if params is not None:
             try:
                 source = inline_params(source, params)
@@ -246,6 +248,7 @@ class Expression:
         expression.source = expression.compiled = source
         expression._program = None
         expression.reference = False
+        expression.type = "dyn"
         expression.variables = variables
         return expression
 
@@ -302,6 +305,31 @@ class Template:
             out.append(value if type(value) is str else _display(value))
         out.append(self._tail)
         return " ".join("".join(out).split())
+
+
+class MessageExpression:
+    """A VAP `messageExpression`: one CEL expression giving the whole message (a string), rendered on failure.
+
+    Same interface as Template (parts, expressions, variables, render); an error or a non-string renders the
+    rule's `message`, if any, else a fixed text, as Kubernetes falls back to the static message."""
+
+    def __init__(self, source: str, params: dict | None = None, memo: Any = None,
+                 declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None,
+                 fallback: Optional["Template"] = None):
+        self.expression = Expression(source, params, memo, declarations, limits)
+        self.fallback = fallback
+        self.parts = [self.expression] + (list(fallback.parts) if fallback is not None else [])
+        self.expressions = (self.expression,) + (fallback.expressions if fallback is not None else ())
+        self.variables = self.expression.variables | (fallback.variables if fallback is not None else frozenset())
+
+    def render(self, context: Activation) -> str:
+        try:
+            value = self.expression.run(context)
+        except Exception:  # noqa: BLE001 - a message never fails the review
+            value = None
+        if type(value) is str and value.strip():
+            return " ".join(value.split())
+        return self.fallback.render(context) if self.fallback is not None else "the rule's messageExpression failed"
 
 
 def _display(value: Any) -> str:

@@ -44,6 +44,41 @@ class Optional:
 NONE = Optional(None)
 
 
+class Variables:
+    """A policy's `variables` in one binding: each evaluated on first read, at most once, then kept (VAP's
+    semantics); an error is kept too, and raised wherever the variable is read."""
+
+    __slots__ = ("programs", "context", "values")
+
+    def __init__(self, programs: dict, context: Any):
+        self.programs, self.context, self.values = programs, context, {}
+
+    def get(self, name: str) -> Any:
+        found = self.values.get(name, _UNSET)
+        if found is _UNSET:
+            program = self.programs.get(name)
+            if program is None:
+                raise EvalError(f"no such variable: {name}")
+            try:
+                found = program.run(self.context)
+            except Exception as exc:  # noqa: BLE001 - kept, and raised at every read
+                found = _Failed(exc)
+            self.values[name] = found
+        if type(found) is _Failed:
+            raise found.error
+        return found
+
+
+class _Failed:
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+
+_UNSET = object()
+
+
 class CelType:
     """A CEL type as a value: what `type(x)` answers and what the names `int`, `list`, ... denote."""
 
@@ -219,6 +254,8 @@ def select(value: Any, field: str) -> Any:
             return value[field]
         except KeyError:
             raise EvalError(f"no such key: {field}") from None
+    if type(value) is Variables:
+        return value.get(field)
     if type(value) is Optional:  # `x.?a.b`: selection on an optional chains
         return opt_select(value, field)
     raise EvalError(f"no such field {field!r} on a {_type_name(value)}")
@@ -359,6 +396,8 @@ def negate(value: Any) -> Any:
 def has_field(value: Any, field: str) -> bool:
     if type(value) is dict:
         return field in value
+    if type(value) is Variables:
+        return field in value.programs
     if type(value) is Optional:  # `has(x.?a.b)`: false when the chain is empty
         return value is not NONE and has_field(value.value, field)
     raise overload("has", value)

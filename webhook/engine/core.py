@@ -17,7 +17,7 @@ from typing import Any, Iterable, Optional
 
 from webhook.cel.environment import Activation, new_context
 from webhook.engine import mutation
-from webhook.engine.binding import Scope, bind_resource, enter
+from webhook.engine.binding import Scope, bind_resource, bind_variables, enter
 from webhook.engine.deadline import BudgetExceeded, check_deadline
 from webhook.engine.enforcement import Enforcement
 from webhook.engine.planning import Plan, missing_facts, where
@@ -172,6 +172,7 @@ class Engine:
             bind_resource(context, scope, list(scope.chosen), classification)
             scope.bound = True
         enter(context, scope, template, position, container, classification)
+        bind_variables(context, policy)
         rules = plan.rules
         if plan.simple:
             # Fast path: every verdict from one program. Only if it cannot give them all (a rule raised, or answered

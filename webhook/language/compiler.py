@@ -15,7 +15,8 @@ import copy
 import re
 from typing import Any, Optional
 
-from webhook.cel.environment import CelError, Expression, Template, required_presence
+from webhook.cel.checker import Struct
+from webhook.cel.environment import CelError, Expression, MessageExpression, Template, required_presence
 from webhook.language.checks import Checks
 from webhook.language.declarations import for_level
 from webhook.language.policy import Match, Mutation, Policy, Rule
@@ -48,15 +49,30 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     for key, value in (params_override or {}).items():
         params[key] = value
     problems: list[tuple] = []
+    named, levels = _variables(doc, params, checks, problems)
+
+    def visible(level: str) -> Optional[Struct]:
+        """The named variables a rule at `level` may read: those whose expression needs no deeper level."""
+        if not named:
+            return None
+        order = ("object", "pod", "container")
+        return Struct("variables", {name: e.type for name, e in named.items()
+                                    if order.index(levels[name]) <= order.index(level)})
 
     def expression(text: Optional[str], where: str, level: str, name: str) -> Optional[Expression]:
         if text is None:
             return None
         try:
-            return Expression(text, params, checks, for_level(level))
+            return Expression(text, params, checks, for_level(level, visible(level)))
         except CelError as exc:
             problems.append((where, f"{name}: CEL does not compile: {exc.message}", exc.offset))
             return None
+
+    def reads(found: frozenset) -> frozenset:
+        """What binding must provide: the names read, and through `variables` what the variables read."""
+        if "variables" in found:
+            return found.union(*(e.variables for e in named.values()))
+        return found
 
     rules = []
     for position, raw in enumerate(doc["rules"]):
@@ -65,11 +81,23 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         if level not in ("object", "pod", "container"):
             level = doc["target"]
         try:
-            message = Template(raw["message"], params, checks, for_level(level))
+            message = Template(raw.get("message", ""), params, checks, for_level(level, visible(level)))
         except CelError as exc:
             problems.append((f"{where}/message", f"rule {raw['name']}: CEL in message does not compile: "
                                                  f"{exc.message}", exc.offset))
             continue
+        if "messageExpression" in raw:
+            try:
+                message = MessageExpression(raw["messageExpression"], params, checks, for_level(level, visible(level)),
+                                            fallback=message if raw.get("message") else None)
+            except CelError as exc:
+                problems.append((f"{where}/messageExpression", f"rule {raw['name']}: messageExpression does not "
+                                                               f"compile: {exc.message}", exc.offset))
+                continue
+            if message.expression.type not in ("string", "dyn"):
+                problems.append((f"{where}/messageExpression", f"rule {raw['name']}: messageExpression must be a "
+                                                               f"string, not a {message.expression.type}", 0))
+                continue
         rule = Rule(
             name=raw["name"],
             message=message,
@@ -93,7 +121,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             except ValueError as exc:
                 problems.append((f"{where}/schema", str(exc)))
         parts = [p for p in (rule.when, rule.expression) if p is not None]
-        rule.variables = message.variables.union(*(p.variables for p in parts))
+        rule.variables = reads(message.variables.union(*(p.variables for p in parts)))
         rule.needs_pod = bool(rule.variables & {"pod", "podMeta"})
         if rule.schema is not None and doc["target"] == "container":
             rule.variables |= {"container"}
@@ -109,7 +137,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         if target not in ("pod", "container"):
             problems.append((f"{where}/target", "a mutation targets a pod or a container"))
         if value is not None:
-            variables = value.variables | (when.variables if when else frozenset())
+            variables = reads(value.variables | (when.variables if when else frozenset()))
             mutations.append(Mutation(raw["name"], target, raw["op"], raw["path"], value, when, variables))
 
     names = [r["name"] for r in doc["rules"]]
@@ -143,10 +171,38 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         params=params,
         rules=rules,
         mutations=mutations,
+        named=named,
         source=source,
         document=doc,
         checks=checks,
     )
+
+
+def _variables(doc: dict, params: dict, checks: Checks, problems: list) -> tuple[dict, dict]:
+    """The policy's named `variables`, in order: each checked at the shallowest level it needs (object, pod, then
+    the policy's target), reading the earlier ones as `variables.NAME`. (name -> Expression, name -> level)"""
+    order = ("object", "pod", "container")
+    deepest = order.index(doc["target"])
+    named: dict[str, Expression] = {}
+    levels: dict[str, str] = {}
+    for position, raw in enumerate(doc.get("variables") or ()):
+        name, where = raw["name"], f"/variables/{position}/expression"
+        if name in named:
+            problems.append((f"/variables/{position}/name", f"variable {name!r} is defined twice"))
+            continue
+        error = None
+        for level in order[:deepest + 1]:
+            earlier = Struct("variables", {n: e.type for n, e in named.items()
+                                           if order.index(levels[n]) <= order.index(level)})
+            try:
+                named[name] = Expression(raw["expression"], params, checks, for_level(level, earlier))
+                levels[name] = level
+                break
+            except CelError as exc:
+                error = exc
+        else:
+            problems.append((where, f"variable {name}: CEL does not compile: {error.message}", error.offset))
+    return named, levels
 
 
 class Problems(Exception):

@@ -13,6 +13,8 @@ at `pod`). Mutations are at their target as well.
 
 from __future__ import annotations
 
+from typing import Optional
+
 from webhook.cel.checker import DYN, Struct
 
 _STRINGS = ("list", "string")
@@ -31,12 +33,21 @@ CLUSTER = Struct("cluster", {
     "runtimeClasses": _STRINGS, "hpaTarget": DYN,
 })
 
-OBJECT = {"object": DYN, "workload": WORKLOAD, "templates": ("list", TEMPLATE), "cluster": CLUSTER}
+# ValidatingAdmissionPolicy's names beside aiadmit's: `object`, `oldObject` (null: aiadmit judges the object as
+# it would be admitted, and an audit has no old object), `request` (what aiadmit knows of the admission request:
+# kind, name, namespace, operation, uid), `namespaceObject` (the namespace with its labels, when the facts know it).
+OBJECT = {"object": DYN, "oldObject": DYN, "request": DYN, "namespaceObject": DYN,
+          "workload": WORKLOAD, "templates": ("list", TEMPLATE), "cluster": CLUSTER}
 POD = dict(OBJECT, pod=DYN, podMeta=DYN, template="string", templateDevices=_STRINGS)
-CONTAINER = dict(POD, container=DYN, containerType="string")
+# `containerName`: the container's name, or its section when it has none (KServe's `model`, a TrainJob's
+# `trainer`, ...): what a message says, without `has(container.name) ? container.name : containerType`
+CONTAINER = dict(POD, container=DYN, containerType="string", containerName="string")
 LEVELS = {"object": OBJECT, "pod": POD, "container": CONTAINER}
 
 
-def for_level(level: str) -> dict:
-    """The declarations of a rule or mutation at `level` (object, pod or container)."""
-    return LEVELS[level]
+def for_level(level: str, variables: Optional[Struct] = None) -> dict:
+    """The declarations of a rule or mutation at `level` (object, pod or container), with the policy's named
+    `variables` readable at that level, if any."""
+    if variables is None:
+        return LEVELS[level]
+    return dict(LEVELS[level], variables=variables)

@@ -110,6 +110,7 @@ class Policy:
     _verdicts: dict = field(init=False, default_factory=dict, repr=False)
     requires: frozenset = field(init=False, default=frozenset())
     checks: Any = field(default=None, repr=False)  # what compiles its programs (language/checks.py)
+    named: dict = field(default_factory=dict)  # its `variables`: name -> Expression, in order (lazy per binding)
 
     def verdicts(self, rules: tuple) -> Expression:
         """One program giving every rule's verdict (`!when || expression`) as a list of booleans, built once per set.
@@ -135,7 +136,7 @@ class Policy:
             found += rule.message.expressions
         for mutation in self.mutations:
             found += [e for e in (mutation.when, mutation.value) if e is not None]
-        return found
+        return found + list(self.named.values())
 
     def takes(self, container) -> bool:
         """Whether this policy checks containers of this section (containers, initContainers, KServe's model)."""
