@@ -122,3 +122,11 @@ def test_an_unknown_param_is_named_at_its_place_in_the_file(tmp_path):
         load_policies([str(path)])
     assert any(p.startswith(f"{path}:{line}:{column + 7}:") and "unknown parameter 'nope" in p
                for p in raised.value.problems), raised.value.problems
+
+
+def test_every_function_of_the_library_is_documented_with_its_origin():
+    from webhook.cel.library import FUNCTIONS
+
+    text = open(os.path.join(os.path.dirname(__file__), "..", "docs", "policy-language.md"), encoding="utf-8").read()
+    missing = [name for name in FUNCTIONS if f"| `{name}` |" not in text]
+    assert not missing, f"docs/policy-language.md does not list {missing}"

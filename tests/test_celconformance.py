@@ -30,9 +30,10 @@ _PROTO = ("TestAllTypes", "google.protobuf", "NestedTestAllTypes", "cel.expr.con
           "NestedEnum", "TestRequired", "proto2", "proto3")
 # Passing tests per file, as measured (docs/policy-language.md): a regression below these fails.
 FLOOR: dict[str, int] = {
-    "basic": 42, "bindings_ext": 6, "comparisons": 332, "conversions": 84, "fields": 56, "fp_math": 30,
+    "basic": 42, "bindings_ext": 6, "comparisons": 334, "conversions": 87, "fields": 56, "fp_math": 30,
     "integer_math": 64, "lists": 39, "logic": 26, "macros": 44, "macros2": 46, "math_ext": 199, "namespace": 2,
-    "network_ext": 9, "optionals": 55, "parse": 176, "plumbing": 5, "string": 51, "string_ext": 203,
+    "network_ext": 9, "optionals": 59, "parse": 176, "plumbing": 5, "string": 51, "string_ext": 212,
+    "timestamps": 73,
 }
 
 

@@ -25,11 +25,10 @@ _NUMERIC = frozenset({"int", "uint", "double"})
 _QUANTITY_LIKE = frozenset({"double", "quantity"})  # aiadmit extension: a quantity is a double in base units
 _MACROS = frozenset({"all", "exists", "exists_one", "existsOne", "map", "filter"})
 _CONVERSIONS = {"int": "int", "uint": "uint", "double": "double", "string": "string", "bytes": "bytes",
-                "bool": "bool", "dyn": DYN, "type": "type", "size": "int", "timestamp": DYN, "duration": DYN}
+                "bool": "bool", "dyn": DYN, "type": "type", "size": "int"}
 _STRING_METHODS = {"startsWith", "endsWith", "contains"}
 # Timestamp and duration accessors: run on the reference library (the native compiler lacks them)
-REFERENCE_ONLY = frozenset({"timestamp", "duration", "getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth",
-                            "getDate", "getDayOfWeek", "getHours", "getMinutes", "getSeconds", "getMilliseconds"})
+REFERENCE_ONLY: frozenset = frozenset()  # everything the checker knows now compiles natively
 _TYPE_NAMES = frozenset({"bool", "int", "uint", "double", "string", "bytes", "null_type", "list", "map", "type",
                          "optional_type"})
 
@@ -254,6 +253,10 @@ class Checker:
     def _map(self, node: tuple, scope: Mapping) -> Any:
         keys, values = {}, {}
         for key, value in node[1]:
+            if key[0] == "optitem":  # `{?k: v}`: v is the optional
+                key = key[1]
+                if self.check(value, scope) not in (DYN, "optional"):
+                    raise self.fail(value, "`?` takes an optional value")
             kind = self.check(key, scope)
             if kind not in (DYN, "string", "int", "uint", "bool"):
                 raise self.fail(key, f"a {show(kind)} cannot be a map key")

@@ -22,6 +22,7 @@ from typing import Any, Callable, Optional
 import re2
 
 from webhook.cel import strings as st
+from webhook.cel import timestamps as ts
 from webhook.cel.parser import INT64_MAX, INT64_MIN, UInt
 from webhook.cel.runtime import EvalError, equals, less, overload, Optional as Opt, NONE, MAX_SIZE
 from webhook.k8s.quotascope import quota_selects
@@ -358,6 +359,10 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
     *(_f(name, "cel", ((_A, _A),) if name not in ("math.bitNot",) else ((_A,),), None, call, False)
       for name, call in st.BITS.items()),
     _f("math.sqrt", "cel", (("number",),), "double", st.math_sqrt, False),
+    # CEL standard: timestamps and durations (natively, cel/timestamps.py)
+    _f("timestamp", "cel", ((_A,),), None, ts.timestamp, False),
+    _f("duration", "cel", (("string",),), None, ts.duration, False),
+    *(_f(name, "cel", ((_A,), (_A, "string")), "int", call, True) for name, call in ts.GETTERS.items()),
     # cel-go optional types
     _f("optional.of", "cel", ((_A,),), "optional", Opt, False),
     _f("optional.none", "cel", ((),), "optional", lambda: NONE, False),

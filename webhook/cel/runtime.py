@@ -99,6 +99,16 @@ _TYPE_OF = {bool: TYPES["bool"], int: TYPES["int"], UInt: TYPES["uint"], float: 
 
 
 _SIMPLE = (str, int, float, bool, type(None), bytes, UInt, CelType)
+# Timestamps and durations (cel/timestamps.py registers them: it builds on this module): type -> its CEL type
+_TIME: dict = {}
+_TIME_OPS: dict = {}
+
+
+def register_time(timestamp: type, duration: type, add_: Callable, subtract: Callable, text: Callable) -> None:
+    for kind, name in ((timestamp, "google.protobuf.Timestamp"), (duration, "google.protobuf.Duration")):
+        TYPES[name] = CelType(name)
+        _TYPE_OF[kind] = _TIME[kind] = TYPES[name]
+    _TIME_OPS.update({"+": add_, "-": subtract, "string": text, "timestamp": timestamp})
 
 
 def type_of(value: Any) -> CelType:
@@ -138,6 +148,8 @@ def equals(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(equals(x, y) for x, y in zip(a, b))
     if ta is Optional and tb is Optional:
         return (a is NONE and b is NONE) or (a is not NONE and b is not NONE and equals(a.value, b.value))
+    if ta is tb and ta in _TIME:
+        return a.ns == b.ns
     if ta is dict and tb is dict:
         if len(a) != len(b):
             return False
@@ -168,15 +180,19 @@ def less(a: Any, b: Any, op: str) -> bool:
     if ta is not tb and (ta is float or tb is float) and ta in _NUMBERS and tb in _NUMBERS:
         a, b = float(a), float(b)  # int against double compares as doubles (cel-go): 2**63-1 is not < 2.0**63
         ta = tb = float
-    if (ta is tb and ta in (str, int, float, bytes, bool, UInt)) or (ta in _NUMBERS and tb in _NUMBERS):
-        if op == "<":
-            return a < b
-        if op == "<=":
-            return a <= b
-        if op == ">":
-            return a > b
-        return a >= b
-    raise overload(op, a, b)
+    if ta is tb and ta in _TIME:
+        a, b = a.ns, b.ns
+    elif (ta is tb and ta in (str, int, float, bytes, bool, UInt)) or (ta in _NUMBERS and tb in _NUMBERS):
+        pass
+    else:
+        raise overload(op, a, b)
+    if op == "<":
+        return a < b
+    if op == "<=":
+        return a <= b
+    if op == ">":
+        return a > b
+    return a >= b
 
 
 def _int(value: int) -> int:
@@ -204,11 +220,15 @@ def add(a: Any, b: Any) -> Any:
             return a + b
         if ta is UInt:
             return _uint(a + b)
+    if ta in _TIME or type(b) in _TIME:
+        return _TIME_OPS["+"](a, b)
     raise overload("+", a, b)
 
 
 def arith(op: str, a: Any, b: Any) -> Any:
     ta = type(a)
+    if op == "-" and (ta in _TIME or type(b) in _TIME):
+        return _TIME_OPS["-"](a, b)
     if ta is not type(b) or ta not in (int, float, UInt):
         raise overload(op, a, b)
     wrap = _int if ta is int else (_uint if ta is UInt else float)
@@ -308,6 +328,8 @@ def to_int(value: Any) -> int:
         if not _INTEGER.fullmatch(value):
             raise EvalError(f"int() cannot parse {value!r}")
         return _int(int(value, 10))
+    if kind is _TIME_OPS.get("timestamp"):
+        return value.ns // 1_000_000_000
     raise overload("int", value)
 
 
@@ -352,6 +374,8 @@ def to_string(value: Any) -> str:
             return value.decode("utf-8")
         except UnicodeDecodeError:
             raise EvalError("string() of bytes that are not UTF-8") from None
+    if kind in _TIME:
+        return _TIME_OPS["string"](value)
     raise overload("string", value)
 
 

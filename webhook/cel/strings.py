@@ -165,7 +165,7 @@ def show(value: Any) -> str:
     if kind is list:
         return "[" + ", ".join(show(item) for item in value) + "]"
     if kind is dict:
-        return "{" + ", ".join(f"{show(k)}: {show(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(sorted(f"{show(k)}: {show(v)}" for k, v in value.items())) + "}"  # cel-go sorts
     if kind.__name__ == "CelType":
         return value.name
     return to_string(value)
@@ -188,8 +188,6 @@ def _verb(verb: str, value: Any, precision: Any) -> str:
         return text.upper() if verb == "X" else text
     if verb in "xXob" and kind in (int, UInt):
         return format(int(value), verb)
-    if verb in "xX" and kind is float:
-        return float(value).hex() if verb == "x" else float(value).hex().upper()
     raise EvalError(f"format: %{verb} does not take a {kind.__name__}")
 
 
