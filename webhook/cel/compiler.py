@@ -23,7 +23,9 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Mapping
 
+from webhook.cel import conversions as cv
 from webhook.cel import runtime as rt
+from webhook.cel.folding import fold
 from webhook.cel.parser import parse
 from webhook.cel.runtime import TYPES, Unsupported
 
@@ -37,12 +39,12 @@ _HELPERS = {
 }
 BUILTINS: dict[str, tuple[int, Callable]] = {
     "size": (1, rt.size),
-    "int": (1, rt.to_int),
-    "uint": (1, rt.to_uint),
-    "double": (1, rt.to_double),
-    "string": (1, rt.to_string),
-    "bool": (1, rt.to_bool),
-    "bytes": (1, rt.to_bytes),
+    "int": (1, cv.to_int),
+    "uint": (1, cv.to_uint),
+    "double": (1, cv.to_double),
+    "string": (1, cv.to_string),
+    "bool": (1, cv.to_bool),
+    "bytes": (1, cv.to_bytes),
     "dyn": (1, lambda value: value),
     "type": (1, rt.type_of),
     "startsWith": (2, rt.string_method("startsWith")),
@@ -92,52 +94,6 @@ def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = 
         raise Unsupported(f"too deeply nested for the native compiler: {exc}") from None
     exec(code, namespace)  # our own generated source, built from a parsed tree: no user text is executed
     return Program(source, namespace["cel"], python)
-
-
-def fold(node: tuple) -> tuple:
-    """Constant list and map literals (the inlined params) become values built once, not at every run.
-
-    Safe because evaluation never changes a value in place: comprehensions
-    build new lists, and the engine copies a mutation's value before patching.
-    """
-    kind = node[0]
-    if kind == "list":
-        items = tuple(fold(item) for item in node[1])
-        if all(item[0] == "lit" for item in items):
-            return ("lit", [item[1] for item in items])
-        return ("list", items)
-    if kind == "map":
-        entries = tuple((fold(k), fold(v)) for k, v in node[1])
-        if all(k[0] == "lit" and v[0] == "lit" for k, v in entries):
-            keys = [k[1] for k, _ in entries]
-            if all(type(k) is str for k in keys) and len(set(keys)) == len(keys):
-                return ("lit", {k[1]: v[1] for k, v in entries})
-        return ("map", entries)
-    if kind == "select":
-        operand = fold(node[1])
-        if operand[0] == "lit" and type(operand[1]) is dict and node[2] in operand[1]:
-            return ("lit", operand[1][node[2]])
-        return ("select", operand, node[2])
-    if kind == "index":
-        operand, key = fold(node[1]), fold(node[2])
-        if operand[0] == "lit" and type(operand[1]) is dict and key[0] == "lit" and type(key[1]) is str \
-                and key[1] in operand[1]:
-            return ("lit", operand[1][key[1]])
-        return ("index", operand, key)
-    if kind == "call":
-        if node[1] == "has" and node[2] is None and len(node[3]) == 1 and node[3][0][0] == "select":
-            field = node[3][0]  # has() keeps its selection: only the operand is folded
-            return ("call", "has", None, (("select", fold(field[1]), field[2]),))
-        return ("call", node[1], None if node[2] is None else fold(node[2]), tuple(fold(a) for a in node[3]))
-    if kind in ("not", "neg"):
-        return (kind, fold(node[1]))
-    if kind == "binary":
-        return ("binary", node[1], fold(node[2]), fold(node[3]))
-    if kind in ("and", "or"):
-        return (kind, tuple(fold(n) for n in node[1]))
-    if kind == "cond":
-        return ("cond", fold(node[1]), fold(node[2]), fold(node[3]))
-    return node
 
 
 _IN = "    "

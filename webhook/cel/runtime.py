@@ -12,14 +12,12 @@ EvalError (or a Python lookup error the generated code translates).
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Callable
 
 from webhook.cel.parser import INT64_MAX, INT64_MIN, UINT64_MAX, UInt
+from webhook.cel.values import NONE, EvalError, Optional, Unsupported, Variables  # noqa: F401 - re-exported
 
 _NUMBERS = (int, float, UInt)
-_INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: Python's int() would also take "1_000" and " 1"
-_DOUBLE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:[iI]nf(?:inity)?|NaN|nan)")
 _KEYS = (str, int, bool, UInt)
 # No string or list a rule builds may be larger (characters or items): an object is at most 3 MiB (the API server's
 # request limit), so only a concatenation or join bomb gets here, and it stops before it costs the process its memory.
@@ -29,54 +27,6 @@ MAX_SIZE = 8 * 1024 * 1024
 MAX_STEPS = 1_000_000
 
 
-class Optional:
-    """A CEL optional (`x.?f`, `optional.of(v)`): `value`, or none when it is the NONE instance."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any):
-        self.value = value
-
-    def __repr__(self) -> str:
-        return "optional.none()" if self is NONE else f"optional.of({self.value!r})"
-
-
-NONE = Optional(None)
-
-
-class Variables:
-    """A policy's `variables` in one binding: each evaluated on first read, at most once, then kept (VAP's
-    semantics); an error is kept too, and raised wherever the variable is read."""
-
-    __slots__ = ("programs", "context", "values")
-
-    def __init__(self, programs: dict, context: Any):
-        self.programs, self.context, self.values = programs, context, {}
-
-    def get(self, name: str) -> Any:
-        found = self.values.get(name, _UNSET)
-        if found is _UNSET:
-            program = self.programs.get(name)
-            if program is None:
-                raise EvalError(f"no such variable: {name}")
-            try:
-                found = program.run(self.context)
-            except Exception as exc:  # noqa: BLE001 - kept, and raised at every read
-                found = _Failed(exc)
-            self.values[name] = found
-        if type(found) is _Failed:
-            raise found.error
-        return found
-
-
-class _Failed:
-    __slots__ = ("error",)
-
-    def __init__(self, error: Exception):
-        self.error = error
-
-
-_UNSET = object()
 
 
 class CelType:
@@ -116,14 +66,6 @@ def type_of(value: Any) -> CelType:
     if found is None:
         raise EvalError(f"a value of Python type {type(value).__name__} has no CEL type")
     return found
-
-
-class EvalError(Exception):
-    """A CEL evaluation error: an error value that reached the top of the expression."""
-
-
-class Unsupported(Exception):
-    """The expression uses CEL this compiler does not implement; the reference library runs it."""
 
 
 def overload(name: str, *values: Any) -> EvalError:
@@ -314,71 +256,6 @@ def size(value: Any) -> int:
     raise overload("size", value)
 
 
-def to_int(value: Any) -> int:
-    kind = type(value)
-    if kind is int:
-        return value
-    if kind is UInt:
-        return _int(int(value))
-    if kind is float:
-        if value != value or not (-9.223372036854775808e18 < value < 9.223372036854775807e18):
-            raise EvalError("int() of a double out of range")
-        return int(value)
-    if kind is str:
-        if not _INTEGER.fullmatch(value):
-            raise EvalError(f"int() cannot parse {value!r}")
-        return _int(int(value, 10))
-    if kind is _TIME_OPS.get("timestamp"):
-        return value.ns // 1_000_000_000
-    raise overload("int", value)
-
-
-def to_uint(value: Any) -> UInt:
-    kind = type(value)
-    if kind in (int, UInt):
-        return _uint(int(value))
-    if kind is float:
-        if value != value or not (0 <= value < 1.8446744073709552e19):
-            raise EvalError("uint() of a double out of range")
-        return UInt(int(value))
-    if kind is str:
-        if not _INTEGER.fullmatch(value) or value.startswith("-"):
-            raise EvalError(f"uint() cannot parse {value!r}")
-        return _uint(int(value, 10))
-    raise overload("uint", value)
-
-
-def to_double(value: Any) -> float:
-    kind = type(value)
-    if kind in (int, UInt, float):
-        return float(value)
-    if kind is str:
-        if not _DOUBLE.fullmatch(value):
-            raise EvalError(f"double() cannot parse {value!r}")
-        return float(value)
-    raise overload("double", value)
-
-
-def to_string(value: Any) -> str:
-    kind = type(value)
-    if kind is str:
-        return value
-    if kind in (int, UInt):
-        return str(int(value))
-    if kind is float:
-        if value.is_integer() and abs(value) < 1e16:
-            return "-0" if value == 0 and math.copysign(1.0, value) < 0 else str(int(value))
-        return repr(value)
-    if kind is bytes:
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            raise EvalError("string() of bytes that are not UTF-8") from None
-    if kind in _TIME:
-        return _TIME_OPS["string"](value)
-    raise overload("string", value)
-
-
 def string_method(name: str) -> Callable[[Any, Any], bool]:
     method = {"startsWith": str.startswith, "endsWith": str.endswith, "contains": str.__contains__}[name]
 
@@ -387,20 +264,6 @@ def string_method(name: str) -> Callable[[Any, Any], bool]:
             return method(text, part)
         raise overload(name, text, part)
     return call
-
-
-BUILTINS: dict[str, tuple[int, Callable]] = {
-    "size": (1, size),
-    "int": (1, to_int),
-    "uint": (1, to_uint),
-    "double": (1, to_double),
-    "string": (1, to_string),
-    "dyn": (1, lambda value: value),
-    "type": (1, type_of),
-    "startsWith": (2, string_method("startsWith")),
-    "endsWith": (2, string_method("endsWith")),
-    "contains": (2, string_method("contains")),
-}
 
 
 def fail(error: EvalError) -> Any:
@@ -457,26 +320,6 @@ def iterable(value: Any, macro: str) -> Any:
     if type(value) in (list, dict):
         return value
     raise overload(macro, value)
-
-
-def to_bool(value: Any) -> bool:
-    if type(value) is bool:
-        return value
-    if type(value) is str:
-        if value in ("1", "t", "true", "TRUE", "True"):
-            return True
-        if value in ("0", "f", "false", "FALSE", "False"):
-            return False
-        raise EvalError(f"bool() cannot parse {value!r}")
-    raise overload("bool", value)
-
-
-def to_bytes(value: Any) -> bytes:
-    if type(value) is bytes:
-        return value
-    if type(value) is str:
-        return value.encode("utf-8")
-    raise overload("bytes", value)
 
 
 def opt_list(entries: list) -> list:

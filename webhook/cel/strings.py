@@ -11,7 +11,8 @@ from typing import Any
 
 from webhook.cel.parser import UInt
 
-from webhook.cel.runtime import EvalError, MAX_SIZE, overload, to_string
+from webhook.cel.conversions import to_string
+from webhook.cel.runtime import EvalError, MAX_SIZE, overload
 
 _LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
 _UPPER = {code: code - 32 for code in range(ord("a"), ord("z") + 1)}
