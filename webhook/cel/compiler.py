@@ -117,6 +117,7 @@ class _Generator:
         self.free: set[str] = set()
         self.constants: dict[str, Any] = {}
         self.count = 0
+        self.loops = 0  # comprehensions open around the code being generated
 
     def name(self, prefix: str = "t") -> str:
         self.count += 1
@@ -345,12 +346,24 @@ class _Generator:
         values = [self.atom(argument, out, indent, scope) for argument in arguments]
         return f"{self.constant(function)}({', '.join(values)})"
 
+    def _count(self, target: tuple, items: str, out: list, indent: str) -> None:
+        """The run-time bound, paid once per loop rather than per step: the steps a loop will take are counted
+        before it starts (an early exit is counted in full: conservative; a loop too long never starts).
+
+        A loop inside no other loop, over a field of the input, is linear in the input (at most the request's
+        size): it is not counted, so the common rule pays nothing. Nested loops, and loops over built values
+        (a concatenation, a map() result), are."""
+        if self.loops == 0 and target[0] in ("select", "index", "ident"):
+            return
+        out.append(f"{indent}_n += len({items})")
+        out.append(f"{indent}if _n > {rt.MAX_STEPS}: raise _over()")
+
     def _transform(self, name: str, target: tuple, args: tuple, out: list, indent: str, scope: dict) -> str:
         """cel-go's two-variable `transformList(i, v, [filter,] expr)` and `transformMap(k, v, [filter,] expr)`."""
         items, key, variable, result = self.name("i"), self.name("v"), self.name("v"), self.name("r")
         out.append(f"{indent}{items} = _iter({self.value(target, out, indent, scope)}, {name!r})")
-        out.append(f"{indent}_n += len({items})")
-        out.append(f"{indent}if _n > {rt.MAX_STEPS}: raise _over()")
+        self._count(target, items, out, indent)
+        self.loops += 1
         inner = dict(scope, **{args[0][1]: key, args[1][1]: variable})
         body = indent + _IN
         out.append(f"{indent}{result} = {'[]' if name == 'transformList' else '{}'}")
@@ -361,6 +374,7 @@ class _Generator:
             out.append(f"{body}if {keep} is not True: raise _overload({name!r}, {keep})")
         value = self.value(args[-1], out, body, inner)
         out.append(f"{body}{result}.append({value})" if name == "transformList" else f"{body}{result}[{key}] = {value}")
+        self.loops -= 1
         return result
 
     def _optmap(self, name: str, target: tuple, args: tuple, out: list, indent: str, scope: dict) -> str:
@@ -376,6 +390,13 @@ class _Generator:
         return result
 
     def _macro(self, name: str, target: tuple, args: tuple, out: list, indent: str, scope: dict) -> str:
+        depth = self.loops
+        try:
+            return self._comprehension(name, target, args, out, indent, scope)
+        finally:
+            self.loops = depth
+
+    def _comprehension(self, name: str, target: tuple, args: tuple, out: list, indent: str, scope: dict) -> str:
         two = name in ("all", "exists", "exists_one", "existsOne") and len(args) == 3 and args[1][0] == "ident"
         arity = 3 if (name == "map" and len(args) == 3) or two else 2
         if len(args) != arity or args[0][0] != "ident":
@@ -393,10 +414,8 @@ class _Generator:
             inner_scope = dict(scope, **{args[0][1]: variable})
             header = f"for {variable} in {items}:"
         body = indent + _IN
-        # the run-time bound, paid once per loop rather than per step: the steps a loop will take are counted
-        # before it starts (an early exit is counted in full: conservative, and a loop too long never starts)
-        out.append(f"{indent}_n += len({items})")
-        out.append(f"{indent}if _n > {rt.MAX_STEPS}: raise _over()")
+        self._count(target, items, out, indent)
+        self.loops += 1
         result = self.name("r")
         if name in ("all", "exists"):
             decisive = name == "exists"

@@ -87,8 +87,21 @@ def _q(value: Any, name: str) -> float:
 
 
 def _compare(a: Any, b: Any) -> int:
-    a, b = _q(a, "compareTo"), _q(b, "compareTo")
+    if type(a) is not float or type(b) is not float:  # the common case first: both quantities (doubles)
+        a, b = _q(a, "compareTo"), _q(b, "compareTo")
     return (a > b) - (a < b)
+
+
+def _sign(q: Any) -> int:
+    if type(q) is not float:
+        q = _q(q, "sign")
+    return (q > 0.0) - (q < 0.0)
+
+
+def _is_integer(q: Any) -> bool:
+    if type(q) is not float:
+        q = _q(q, "isInteger")
+    return q.is_integer() and -9.223372036854775808e18 <= q < 9.223372036854775808e18
 
 
 def _as_integer(value: Any) -> int:
@@ -158,9 +171,13 @@ def _sum(items: Any) -> Any:
     if not items:
         return 0  # Kubernetes: an empty list sums to int 0
     kind = type(items[0])
-    if any(type(item) is not kind for item in items) or kind not in (int, float, UInt):
+    if kind not in (int, float, UInt):
         raise overload("sum", items)
-    total = sum(items)
+    total = items[0]
+    for item in items[1:]:
+        if type(item) is not kind:
+            raise overload("sum", items)
+        total += item
     if kind is int and not (INT64_MIN <= total <= INT64_MAX):
         raise EvalError("int overflow")
     return UInt(total) if kind is UInt else total
@@ -300,9 +317,8 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
     _f("compareTo", "kubernetes", (("quantity", "quantity"),), "int", _compare, True),
     _f("asApproximateFloat", "kubernetes", (("quantity",),), "double", lambda q: _q(q, "asApproximateFloat"), True),
     _f("asInteger", "kubernetes", (("quantity",),), "int", _as_integer, True),
-    _f("isInteger", "kubernetes", (("quantity",),), "bool",
-       lambda q: _q(q, "isInteger").is_integer() and INT64_MIN <= q <= INT64_MAX, True),
-    _f("sign", "kubernetes", (("quantity",),), "int", lambda q: _compare(q, 0.0), True),
+    _f("isInteger", "kubernetes", (("quantity",),), "bool", _is_integer, True),
+    _f("sign", "kubernetes", (("quantity",),), "int", _sign, True),
     _f("add", "kubernetes", (("quantity", "number"),), "quantity",
        lambda a, b: _q(a, "add") + _q(b, "add"), True),
     _f("sub", "kubernetes", (("quantity", "number"),), "quantity",

@@ -172,7 +172,8 @@ class Engine:
             bind_resource(context, scope, list(scope.chosen), classification)
             scope.bound = True
         enter(context, scope, template, position, container, classification)
-        bind_variables(context, policy)
+        if policy.named:
+            bind_variables(context, policy)
         rules = plan.rules
         if plan.simple:
             # Fast path: every verdict from one program. Only if it cannot give them all (a rule raised, or answered
