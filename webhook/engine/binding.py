@@ -103,10 +103,12 @@ def enter(context: Activation, scope: Scope, template: Optional[PodTemplate], po
     if container is not None:
         context["container"] = container.obj
         context["containerType"] = container.section
-        name = container.obj.get("name") if type(container.obj) is dict else None
-        context["containerName"] = name if type(name) is str and name else container.section
+        if "containerName" in scope.variables:
+            name = container.obj.get("name") if type(container.obj) is dict else None
+            context["containerName"] = name if type(name) is str and name else container.section
     elif "container" in context:  # a pod-level rule must not see the last template's container
-        del context["container"], context["containerType"], context["containerName"]
+        del context["container"], context["containerType"]
+        context.pop("containerName", None)
 
 
 def bind_variables(context: Activation, policy: Any) -> None:

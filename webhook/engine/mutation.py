@@ -36,14 +36,16 @@ def mutate(scope: Scope, chosen: list, working: dict, classification: Classifica
             for mutation in policy.mutations:
                 if mutation.target == "pod":
                     enter(context, scope, template, position, None, classification)
-                    bind_variables(context, policy)  # afresh: an earlier mutation may have changed what they read
+                    if policy.named:  # afresh: an earlier mutation may have changed what they read
+                        bind_variables(context, policy)
                     _mutate_at(context, working, template.spec_pointer, mutation, out, policy.id)
                     continue
                 for container in template.containers:
                     if container.rename or not policy.takes(container):
                         continue
                     enter(context, scope, template, position, container, classification)
-                    bind_variables(context, policy)
+                    if policy.named:
+                        bind_variables(context, policy)
                     _mutate_at(context, working, container.pointer, mutation, out, policy.id)
     out.patched = working
     return out
