@@ -21,7 +21,7 @@ from webhook.language.policy import PolicyLoadError
 
 POLICIES = sorted(name for name in os.listdir(BUILTIN_POLICY_DIR) if name.endswith(".yaml"))
 _NAMES = ("container", "containerType", "pod", "podMeta", "workload", "templates", "templateDevices", "cluster",
-          "object", "template", "params")
+          "object", "template", "params", "containerName", "variables")
 _USE = re.compile(r"\b(" + "|".join(_NAMES) + r")\b(?=\s*[.\[)}]|\s*(?:==|!=|\+|,|\)))")
 
 
