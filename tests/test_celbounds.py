@@ -79,3 +79,16 @@ def test_re2_semantics(source, outcome):
 def test_look_behind_fails_the_load():
     with pytest.raises(CelError, match="RE2"):
         Expression('container.name.matches("(?<=a)b")', declarations=CONTAINER)
+
+
+def test_the_limits_are_configurable_and_a_rule_over_them_does_not_load(tmp_path):
+    from webhook.engine.core import Engine
+    from webhook.language.policy import PolicyLoadError
+
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\ncelLimits: {costLimit: 1000}\n")
+    with pytest.raises(PolicyLoadError) as raised:
+        Engine.load(config_path=str(config))
+    assert any("estimated cost" in problem and "rule " in problem for problem in raised.value.problems)
+    config.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\ncelLimits: {maxObjectBytes: 1048576}\n")
+    assert Engine.load(config_path=str(config)).config.cel_limits.max_object_bytes == 1048576

@@ -63,7 +63,8 @@ class Engine:
         """
         checks = Checks(cache)
         config = load_config(config_path, own_namespace, checks)
-        policies = load_policies(list(policy_paths or [BUILTIN_POLICY_DIR]), config.params(), checks)
+        policies = load_policies(list(policy_paths or [BUILTIN_POLICY_DIR]), config.params(), checks,
+                                 config.cel_limits)
         return cls(policies, config)
 
     def action_of(self, policy_id: str) -> Optional[str]:

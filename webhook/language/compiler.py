@@ -16,6 +16,7 @@ import re
 from typing import Any, Optional
 
 from webhook.cel.checker import Struct
+from webhook.cel.cost import Limits
 from webhook.cel.environment import CelError, Expression, MessageExpression, Template, required_presence
 from webhook.language.checks import Checks
 from webhook.language.declarations import for_level
@@ -40,7 +41,7 @@ def _substitute_params(value: Any, params: dict, where: str) -> Any:
 
 
 def compile_policy(doc: dict, source: str, params_override: Optional[dict] = None,
-                   checks: Optional[Checks] = None) -> Policy:
+                   checks: Optional[Checks] = None, limits: Optional[Limits] = None) -> Policy:
     """Compile one validated policy document; raises `Problems` with every (pointer, message) found.
 
     `checks` answers CEL checks of sources seen before (language/checks.py); by default the bundle's record."""
@@ -49,7 +50,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     for key, value in (params_override or {}).items():
         params[key] = value
     problems: list[tuple] = []
-    named, levels = _variables(doc, params, checks, problems)
+    named, levels = _variables(doc, params, checks, problems, limits)
 
     def visible(level: str) -> Optional[Struct]:
         """The named variables a rule at `level` may read: those whose expression needs no deeper level."""
@@ -63,7 +64,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         if text is None:
             return None
         try:
-            return Expression(text, params, checks, for_level(level, visible(level)))
+            return Expression(text, params, checks, for_level(level, visible(level)), limits)
         except CelError as exc:
             problems.append((where, f"{name}: CEL does not compile: {exc.message}", exc.offset))
             return None
@@ -81,7 +82,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         if level not in ("object", "pod", "container"):
             level = doc["target"]
         try:
-            message = Template(raw.get("message", ""), params, checks, for_level(level, visible(level)))
+            message = Template(raw.get("message", ""), params, checks, for_level(level, visible(level)), limits)
         except CelError as exc:
             problems.append((f"{where}/message", f"rule {raw['name']}: CEL in message does not compile: "
                                                  f"{exc.message}", exc.offset))
@@ -89,7 +90,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         if "messageExpression" in raw:
             try:
                 message = MessageExpression(raw["messageExpression"], params, checks, for_level(level, visible(level)),
-                                            fallback=message if raw.get("message") else None)
+                                            limits, fallback=message if raw.get("message") else None)
             except CelError as exc:
                 problems.append((f"{where}/messageExpression", f"rule {raw['name']}: messageExpression does not "
                                                                f"compile: {exc.message}", exc.offset))
@@ -178,7 +179,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     )
 
 
-def _variables(doc: dict, params: dict, checks: Checks, problems: list) -> tuple[dict, dict]:
+def _variables(doc: dict, params: dict, checks: Checks, problems: list,
+               limits: Optional[Limits]) -> tuple[dict, dict]:
     """The policy's named `variables`, in order: each checked at the shallowest level it needs (object, pod, then
     the policy's target), reading the earlier ones as `variables.NAME`. (name -> Expression, name -> level)"""
     order = ("object", "pod", "container")
@@ -195,7 +197,7 @@ def _variables(doc: dict, params: dict, checks: Checks, problems: list) -> tuple
             earlier = Struct("variables", {n: e.type for n, e in named.items()
                                            if order.index(levels[n]) <= order.index(level)})
             try:
-                named[name] = Expression(raw["expression"], params, checks, for_level(level, earlier))
+                named[name] = Expression(raw["expression"], params, checks, for_level(level, earlier), limits)
                 levels[name] = level
                 break
             except CelError as exc:

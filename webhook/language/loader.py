@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import Iterable, Optional
 
+from webhook.cel.cost import Limits
 from webhook.inputs.sources import load_paths
 from webhook.language.bundle import POLICY_SCHEMA_FILE
 from webhook.language.checks import Checks
@@ -49,7 +50,7 @@ def policy_files(paths: Iterable[str]) -> list[str]:
 
 
 def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None,
-                  checks: Optional[Checks] = None) -> list[Policy]:
+                  checks: Optional[Checks] = None, limits: Optional[Limits] = None) -> list[Policy]:
     """Load, validate and compile every policy in `paths`; raise PolicyLoadError on any problem."""
     checks = checks or Checks()
     files = policy_files(paths)
@@ -77,7 +78,7 @@ def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None
             continue
         seen[name] = resource.origin.file or "?"
         try:
-            policies.append(compile_policy(doc, resource.origin.file or "?", (params or {}).get(name), checks))
+            policies.append(compile_policy(doc, resource.origin.file or "?", (params or {}).get(name), checks, limits))
         except Problems as exc:
             problems += [_format(resource, problem[0], problem[1], problem[2] if len(problem) > 2 else None,
                                  texts[path]) for problem in exc.problems]
