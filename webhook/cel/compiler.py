@@ -9,12 +9,14 @@ produced, compiled once by Python itself: binding a variable is a dict store,
 a field selection is a dict lookup behind a type check, a comprehension is a
 `for` loop whose variable is a local.
 
-The semantics are CEL's (webhook/celruntime.py) and are pinned to the
-reference library by tests/test_celnative.py over every built-in expression
-and the whole corpus. Errors are exceptions; `&&`, `||`, `all` and `exists`
-absorb one when another operand decides the answer, as the specification
-says. An expression that needs CEL this compiler does not implement
-(timestamps, durations, message construction, ...) raises Unsupported at
+The semantics are CEL's (webhook/cel/runtime.py, conversions.py, library.py)
+and are pinned to the reference library by tests/test_celnative.py over every
+built-in expression and the whole corpus, and to the CEL specification by the
+conformance files (tests/test_celconformance.py). Errors are exceptions; `&&`,
+`||`, `all` and `exists` absorb one when another operand decides the answer, as
+the specification says. Loops count their steps against runtime.MAX_STEPS
+where they can multiply (see `_count`). An expression this compiler cannot turn
+into Python (more nested blocks than Python allows) raises Unsupported at
 compile time, and webhook/cel/environment.py runs it on the reference library instead.
 """
 
