@@ -51,13 +51,14 @@ def test_cel_that_does_not_compile(tmp_path):
     text = GOOD.format(name="bad").replace("has(container.image)", "has(container.image")
     bad, problems = problems_for(tmp_path, text)
     assert len(problems) == 1
-    assert problems[0].startswith(f"{bad}:14:5: rules[0].expression: CEL does not compile")
+    # the column is the character the parser stopped at, in the file as written (just past `has(container.image`)
+    assert problems[0].startswith(f"{bad}:14:36: rules[0].expression: rule has-image: CEL does not compile")
 
 
 def test_cel_in_message_that_does_not_compile(tmp_path):
     text = GOOD.format(name="bad").replace("{{container.name}}", "{{container.}}")
     bad, problems = problems_for(tmp_path, text)
-    assert problems[0].startswith(f"{bad}:15:5: rules[0].message: CEL in message does not compile")
+    assert problems[0].startswith(f"{bad}:15:36: rules[0].message: rule has-image: CEL in message does not compile")
 
 
 def test_rule_needs_exactly_one_check(tmp_path):

@@ -35,8 +35,8 @@ def compute() -> dict:
         for path in paths:
             with open(path, encoding="utf-8") as handle:
                 passed_pairs.append([schema, digest(handle.read())])
-    expressions = {digest(e.compiled): sorted(e.variables) for policy in engine.policies for e in policy.expressions()}
-    return {"passed": sorted(passed_pairs), "expressions": dict(sorted(expressions.items()))}
+    assert engine.policies  # every CEL expression was checked by aiadmit's checker as the bundle loaded
+    return {"passed": sorted(passed_pairs)}
 
 
 def text(record: dict) -> str:

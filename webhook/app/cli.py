@@ -13,7 +13,7 @@ from importlib import import_module
 
 from webhook import __version__
 
-COMMANDS = ("serve", "audit", "fix", "test", "policies", "certs")
+COMMANDS = ("serve", "audit", "fix", "test", "policies", "certs", "cel")
 
 
 def build_parser() -> argparse.ArgumentParser:

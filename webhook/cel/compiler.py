@@ -9,12 +9,14 @@ produced, compiled once by Python itself: binding a variable is a dict store,
 a field selection is a dict lookup behind a type check, a comprehension is a
 `for` loop whose variable is a local.
 
-The semantics are CEL's (webhook/celruntime.py) and are pinned to the
-reference library by tests/test_celnative.py over every built-in expression
-and the whole corpus. Errors are exceptions; `&&`, `||`, `all` and `exists`
-absorb one when another operand decides the answer, as the specification
-says. An expression that needs CEL this compiler does not implement
-(timestamps, durations, message construction, ...) raises Unsupported at
+The semantics are CEL's (webhook/cel/runtime.py, conversions.py, library.py)
+and are pinned to the reference library by tests/test_celnative.py over every
+built-in expression and the whole corpus, and to the CEL specification by the
+conformance files (tests/test_celconformance.py). Errors are exceptions; `&&`,
+`||`, `all` and `exists` absorb one when another operand decides the answer, as
+the specification says. Loops count their steps against runtime.MAX_STEPS
+where they can multiply (see `_count`). An expression this compiler cannot turn
+into Python (more nested blocks than Python allows) raises Unsupported at
 compile time, and webhook/cel/environment.py runs it on the reference library instead.
 """
 
@@ -23,22 +25,29 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Mapping
 
+from webhook.cel import conversions as cv
 from webhook.cel import runtime as rt
+from webhook.cel.comprehensions import Comprehensions
+from webhook.cel.folding import fold
 from webhook.cel.parser import parse
 from webhook.cel.runtime import TYPES, Unsupported
 
-_MACROS = ("all", "exists", "exists_one", "map", "filter")
+_MACROS = ("all", "exists", "exists_one", "existsOne", "map", "filter")
 _HELPERS = {
     "_eq": rt.equals, "_less": rt.less, "_add": rt.add, "_arith": rt.arith, "_in": rt.contains,
     "_sel": rt.select, "_idx": rt.index, "_fail": rt.fail, "_overload": rt.overload, "_neg": rt.negate,
     "_has": rt.has_field, "_iter": rt.iterable, "_map": rt.make_map, "_translate": rt.translate,
+    "_optsel": rt.opt_select, "_over": rt.over_budget, "_pairs": rt.pairs, "_optlist": rt.opt_list,
+    "_optentries": rt.opt_entries, "_Opt": rt.Optional, "_NONE": rt.NONE,
 }
 BUILTINS: dict[str, tuple[int, Callable]] = {
     "size": (1, rt.size),
-    "int": (1, rt.to_int),
-    "uint": (1, rt.to_uint),
-    "double": (1, rt.to_double),
-    "string": (1, rt.to_string),
+    "int": (1, cv.to_int),
+    "uint": (1, cv.to_uint),
+    "double": (1, cv.to_double),
+    "string": (1, cv.to_string),
+    "bool": (1, cv.to_bool),
+    "bytes": (1, cv.to_bytes),
     "dyn": (1, lambda value: value),
     "type": (1, rt.type_of),
     "startsWith": (2, rt.string_method("startsWith")),
@@ -73,6 +82,7 @@ def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = 
     free = frozenset(generator.free)
     python = "\n".join([
         "def cel(A):",
+        "    _n = 0",  # comprehension steps taken: the run-time bound (runtime.MAX_STEPS)
         "    try:",
         *body,
         f"        return {result}",
@@ -89,49 +99,6 @@ def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = 
     return Program(source, namespace["cel"], python)
 
 
-def fold(node: tuple) -> tuple:
-    """Constant list and map literals (the inlined params) become values built once, not at every run.
-
-    Safe because evaluation never changes a value in place: comprehensions
-    build new lists, and the engine copies a mutation's value before patching.
-    """
-    kind = node[0]
-    if kind == "list":
-        items = tuple(fold(item) for item in node[1])
-        if all(item[0] == "lit" for item in items):
-            return ("lit", [item[1] for item in items])
-        return ("list", items)
-    if kind == "map":
-        entries = tuple((fold(k), fold(v)) for k, v in node[1])
-        if all(k[0] == "lit" and v[0] == "lit" for k, v in entries):
-            keys = [k[1] for k, _ in entries]
-            if all(type(k) is str for k in keys) and len(set(keys)) == len(keys):
-                return ("lit", {k[1]: v[1] for k, v in entries})
-        return ("map", entries)
-    if kind == "select":
-        operand = fold(node[1])
-        if operand[0] == "lit" and type(operand[1]) is dict and node[2] in operand[1]:
-            return ("lit", operand[1][node[2]])
-        return ("select", operand, node[2])
-    if kind == "index":
-        operand, key = fold(node[1]), fold(node[2])
-        if operand[0] == "lit" and type(operand[1]) is dict and key[0] == "lit" and type(key[1]) is str \
-                and key[1] in operand[1]:
-            return ("lit", operand[1][key[1]])
-        return ("index", operand, key)
-    if kind == "call":
-        return ("call", node[1], None if node[2] is None else fold(node[2]), tuple(fold(a) for a in node[3]))
-    if kind in ("not", "neg"):
-        return (kind, fold(node[1]))
-    if kind == "binary":
-        return ("binary", node[1], fold(node[2]), fold(node[3]))
-    if kind in ("and", "or"):
-        return (kind, tuple(fold(n) for n in node[1]))
-    if kind == "cond":
-        return ("cond", fold(node[1]), fold(node[2]), fold(node[3]))
-    return node
-
-
 _IN = "    "
 
 
@@ -140,7 +107,7 @@ def _literal_type(node: tuple) -> type | None:
     return type(node[1]) if node[0] == "lit" else None
 
 
-class _Generator:
+class _Generator(Comprehensions):
     """Emits statements into a list of lines and answers, for each node, a Python expression of its value.
 
     `value(node, out, indent, scope)` may append statements (at `indent`) that
@@ -153,6 +120,7 @@ class _Generator:
         self.free: set[str] = set()
         self.constants: dict[str, Any] = {}
         self.count = 0
+        self.loops = 0  # comprehensions open around the code being generated
 
     def name(self, prefix: str = "t") -> str:
         self.count += 1
@@ -228,6 +196,13 @@ class _Generator:
     def _select(self, node: tuple, out: list, indent: str, scope: dict) -> str:
         return self._path(node, out, indent, scope)
 
+    def _optselect(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        return f"_optsel({self.atom(node[1], out, indent, scope)}, {node[2]!r})"
+
+    def _optindex(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        operand = self.atom(node[1], out, indent, scope)
+        return f"_optsel({operand}, {self.atom(node[2], out, indent, scope)})"
+
     def _index(self, node: tuple, out: list, indent: str, scope: dict) -> str:
         path = self._path(node, out, indent, scope)
         if path is not None:
@@ -255,11 +230,16 @@ class _Generator:
             test = f"_eq({left}, {right})"
             return test if op == "==" else f"(not {test})"
         if op in ("<", "<=", ">", ">="):
-            checks = [f"(type({text}) is float or type({text}) is int)" for text, operand in
-                      ((left, left_node), (right, right_node)) if _literal_type(operand) not in (int, float)]
-            if not checks:
+            kinds = (_literal_type(left_node), _literal_type(right_node))
+            if kinds[0] in (int, float) and kinds[1] in (int, float) and kinds[0] is kinds[1]:
                 return f"({left} {op} {right})"
-            return f"(({left} {op} {right}) if {' and '.join(checks)} else _less({left}, {right}, {op!r}))"
+            if kinds[0] in (int, float) or kinds[1] in (int, float):  # one literal: the other of its very type
+                literal = kinds[0] if kinds[0] in (int, float) else kinds[1]
+                other = right if kinds[0] in (int, float) else left
+                check = f"type({other}) is {literal.__name__}"
+            else:  # same Python type, int or float: a mixed pair compares as doubles in _less (cel-go)
+                check = f"type({left}) is type({right}) and (type({left}) is float or type({left}) is int)"
+            return f"(({left} {op} {right}) if {check} else _less({left}, {right}, {op!r}))"
         if op == "in":
             checks = [f"type({right}) is dict"] + ([] if _literal_type(left_node) is str else [f"type({left}) is str"])
             return f"(({left} in {right}) if {' and '.join(checks)} else _in({right}, {left}))"
@@ -322,9 +302,17 @@ class _Generator:
 
     # literals with parts
     def _list(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        if any(item[0] == "optitem" for item in node[1]):
+            pairs = [(item[0] == "optitem", self.atom(item[1] if item[0] == "optitem" else item, out, indent, scope))
+                     for item in node[1]]
+            return "_optlist([" + ", ".join(f"({flag}, {value})" for flag, value in pairs) + "])"
         return "[" + ", ".join(self.atom(item, out, indent, scope) for item in node[1]) + "]"
 
     def _map(self, node: tuple, out: list, indent: str, scope: dict) -> str:
+        if any(k[0] == "optitem" for k, _ in node[1]):
+            triples = [(k[0] == "optitem", self.atom(k[1] if k[0] == "optitem" else k, out, indent, scope),
+                        self.atom(v, out, indent, scope)) for k, v in node[1]]
+            return "_map(_optentries([" + ", ".join(f"({f}, {k}, {v})" for f, k, v in triples) + "]))"
         entries = [(self.atom(k, out, indent, scope), self.atom(v, out, indent, scope)) for k, v in node[1]]
         keys = [k for k, _ in node[1]]
         if all(k[0] == "lit" and type(k[1]) is str for k in keys) and len({k[1] for k in keys}) == len(keys):
@@ -342,6 +330,15 @@ class _Generator:
             return f"(({field!r} in {operand}) if type({operand}) is dict else _has({operand}, {field!r}))"
         if name in _MACROS and target is not None:
             return self._macro(name, target, args, out, indent, scope)
+        if name in ("transformList", "transformMap") and target is not None and len(args) in (3, 4) \
+                and args[0][0] == "ident" and args[1][0] == "ident":
+            return self._transform(name, target, args, out, indent, scope)
+        if name in ("optMap", "optFlatMap") and target is not None and len(args) == 2 and args[0][0] == "ident":
+            return self._optmap(name, target, args, out, indent, scope)
+        if name == "cel.bind" and target is None and len(args) == 3 and args[0][0] == "ident":
+            local = self.name("b")
+            out.append(f"{indent}{local} = {self.value(args[1], out, indent, scope)}")
+            return self.value(args[2], out, indent, dict(scope, **{args[0][1]: local}))
         arguments = ((target,) if target is not None else ()) + args
         if name in BUILTINS and BUILTINS[name][0] == len(arguments):
             function = BUILTINS[name][1]
@@ -351,47 +348,3 @@ class _Generator:
             raise Unsupported(f"function {name!r}")
         values = [self.atom(argument, out, indent, scope) for argument in arguments]
         return f"{self.constant(function)}({', '.join(values)})"
-
-    def _macro(self, name: str, target: tuple, args: tuple, out: list, indent: str, scope: dict) -> str:
-        arity = 3 if name == "map" and len(args) == 3 else 2
-        if len(args) != arity or args[0][0] != "ident":
-            raise Unsupported(f"{name}() without a variable name")
-        items = self.name("i")
-        out.append(f"{indent}{items} = _iter({self.value(target, out, indent, scope)}, {name!r})")
-        variable = self.name("v")
-        inner_scope = dict(scope, **{args[0][1]: variable})
-        body = indent + _IN
-        result = self.name("r")
-        if name in ("all", "exists"):
-            decisive = name == "exists"
-            error, value = self.name("e"), self.name()
-            out.append(f"{indent}{result} = {not decisive}")
-            out.append(f"{indent}{error} = None")
-            out.append(f"{indent}for {variable} in {items}:")
-            out.append(f"{body}try:")
-            text = self.value(args[1], out, body + _IN, inner_scope)
-            out.append(f"{body + _IN}{value} = {text}")
-            out.append(f"{body}except Exception as _exc:")
-            out.append(f"{body + _IN}if {error} is None: {error} = _exc")
-            out.append(f"{body + _IN}continue")
-            out.append(f"{body}if {value} is {decisive}:")
-            out.append(f"{body + _IN}{result} = {decisive}")
-            out.append(f"{body + _IN}break")
-            out.append(f"{body}if {value} is not {not decisive} and {error} is None: "
-                       f"{error} = _overload({name!r}, {value})")
-            out.append(f"{indent}else:")
-            out.append(f"{body}if {error} is not None: raise {error}")
-            return result
-        out.append(f"{indent}{result} = {0 if name == 'exists_one' else []}")
-        out.append(f"{indent}for {variable} in {items}:")
-        if name == "map" and arity == 3:
-            keep = self.atom(args[1], out, body, inner_scope, literal=False)
-            out.append(f"{body}if {keep} is False: continue")
-            out.append(f"{body}if {keep} is not True: raise _overload('map', {keep})")
-        if name == "map":
-            out.append(f"{body}{result}.append({self.value(args[-1], out, body, inner_scope)})")
-            return result
-        keep = self.atom(args[1], out, body, inner_scope, literal=False)
-        out.append(f"{body}if {keep} is True: {result} {'+= 1' if name == 'exists_one' else f'.append({variable})'}")
-        out.append(f"{body}elif {keep} is not False: raise _overload({name!r}, {keep})")
-        return f"({result} == 1)" if name == "exists_one" else result

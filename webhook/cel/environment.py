@@ -1,113 +1,41 @@
-"""The CEL environment rules are written in.
+"""The CEL environment rules are written in: checked at load by aiadmit's own checker, compiled on first use.
 
-Every expression is checked at policy load by the reference CEL library
-(``common-expression-language``, Rust), so errors read as CEL's own (on the
-command line, an expression that very checker accepted before is recalled from
-the disk cache, webhook/app/diskcache.py, with the variables it found), and is
-compiled on first use into a Python function (webhook/cel/compiler.py) that reads
-the admission objects in place; the reference library runs the rare expression
-that uses CEL the native compiler does not implement. Both choices were made by
-measurement (bench/RESULTS.md).
-The functions below are those of Kubernetes' own CEL library that the bundle
-needs, so a rule reads the same here as in a ValidatingAdmissionPolicy:
-``quantity("1Gi").isGreaterThan(quantity("512Mi"))``, ``compareTo``,
-``asInteger``, ``asApproximateFloat``. A quantity is carried as its value in
-base units (a double) so comparisons and arithmetic are native. CEL turns
-``x.f(a)`` into ``f(x, a)``, which is how the method forms work.
+Every expression is parsed and checked at policy load against the declarations
+of its rule's level (cel/checker.py: undeclared names, unknown functions, wrong
+arity, type errors decidable without data, too deep, too costly by the static
+estimate of cel/cost.py), with errors at the offset in the source as the author
+wrote it; parameters are a declared constant `params` for the check and folded
+into the program as literals for the run. It is compiled on first use into a
+Python function (webhook/cel/compiler.py) that reads the admission objects in
+place; the reference library (``common-expression-language``, Rust) runs only
+the rare checked expression that uses CEL the native compiler does not
+implement (timestamps, durations). Both choices were made by measurement
+(bench/RESULTS.md). The function library is cel/library.py.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import re
-from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Mapping, Optional
 
+from webhook.cel import cost as costs
+from webhook.cel.checker import CheckError, MAX_LENGTH, Struct, check, type_of_value
 from webhook.cel.compiler import Unsupported, compile_native
-from webhook.cel.parser import ParseError
-
-from webhook.model.quantity import QuantityError, format_bytes, parse_quantity
-from webhook.k8s.quotascope import quota_selects
+from webhook.cel.library import CALLABLES, FUNCTIONS as LIBRARY
+from webhook.cel.parser import ParseError, parse_with_positions
 
 _TEMPLATE = re.compile(r"\{\{(.+?)\}\}", re.S)
+FUNCTIONS = {name: function.call for name, function in LIBRARY.items()}  # what generated programs call
 
 
 class CelError(ValueError):
-    """An expression that does not compile."""
+    """An expression that does not load: `offset` (0-based, in the source as written) is where, when known."""
 
-
-_QUANTITIES: dict[str, float] = {}  # "48Gi" -> 51539607552.0: pods repeat a few dozen sizes
-
-
-def _quantity(value: Any) -> float:
-    if type(value) is str:
-        found = _QUANTITIES.get(value)
-        if found is not None:
-            return found
-    try:
-        parsed = float(parse_quantity(value))
-    except QuantityError as exc:
-        raise ValueError(str(exc)) from None
-    if type(value) is str and len(_QUANTITIES) < 4096:
-        _QUANTITIES[value] = parsed
-    return parsed
-
-
-def _is_quantity(value: Any) -> bool:
-    try:
-        parse_quantity(value)
-    except QuantityError:
-        return False
-    return True
-
-
-def _compare(a: float, b: float) -> int:
-    return (a > b) - (a < b)
-
-
-def _glob(value: str, patterns: Any) -> bool:
-    if isinstance(patterns, str):
-        patterns = [patterns]
-    return any(fnmatch.fnmatchcase(value, p) for p in patterns)
-
-
-@lru_cache(maxsize=1024)
-def _regex(pattern: str) -> re.Pattern:
-    return re.compile(pattern)
-
-
-def _re_matches(value: Any, pattern: Any) -> bool:
-    if not isinstance(value, str) or not isinstance(pattern, str):
-        raise TypeError("matches() takes a string and a pattern")
-    return _regex(pattern).search(value) is not None
-
-
-FUNCTIONS: dict[str, Callable[..., Any]] = {
-    # Kubernetes CEL quantity library
-    "quantity": _quantity,
-    "isQuantity": _is_quantity,
-    "isGreaterThan": lambda a, b: a > b,
-    "isLessThan": lambda a, b: a < b,
-    "compareTo": _compare,
-    "asApproximateFloat": float,
-    "asInteger": lambda q: int(q),
-    "sign": lambda q: _compare(q, 0.0),
-    # aiadmit helpers, for what Kubernetes CEL has no word for
-    "formatBytes": lambda n: format_bytes(int(n)),
-    "glob": _glob,
-    "join": lambda items, sep="": sep.join(str(i) for i in items),
-    "lowerAscii": lambda s: s.lower(),
-    "maxOf": lambda a, b: a if a >= b else b,
-    "minOf": lambda a, b: a if a <= b else b,
-    "sum": lambda items: sum(items, 0.0),
-    "least": lambda items, default=None: min(items) if items else default,
-    "greatest": lambda items, default=None: max(items) if items else default,
-    # Kubernetes' matches(), through a cached pattern (Expression rewrites `matches(` to `reMatches(`)
-    "reMatches": _re_matches,
-    # Kubernetes quota scopes: does this ResourceQuota charge this pod (webhook/k8s/quotascope.py)
-    "quotaSelects": quota_selects,
-}
+    def __init__(self, message: str, offset: Optional[int] = None):
+        super().__init__(message if offset is None else f"{message} at column {offset + 1}")
+        self.message = message
+        self.offset = offset
 
 
 class Activation(dict):
@@ -133,30 +61,12 @@ class _Reference:
 
     def execute(self, activation: dict) -> Any:
         context = _reference_library().Context()
-        for name, function in FUNCTIONS.items():
+        for name, function in CALLABLES.items():
             context.add_function(name, function)
         for name in self.names:
             if name in activation:
                 context.add_variable(name, activation[name])
         return self.program.execute(context)
-
-
-def _check(source: str, memo: Any) -> tuple[list, Any]:
-    """(the variables `source` reads, the reference library's checked program or None when `memo` knew it).
-
-    Raises CelError with the reference parser's report, which names line and column.
-    """
-    known = memo.cel_variables(source) if memo is not None else None
-    if known is not None:  # the same checker accepted this very source before: its variables were kept
-        return known, None
-    try:
-        checked = _reference_library().compile(source)
-    except Exception as exc:  # the binding raises ValueError with the parser's report
-        raise CelError(str(exc).strip()) from None
-    variables = sorted(checked.variables())
-    if memo is not None:
-        memo.remember_cel(source, variables)
-    return variables, checked
 
 
 def _reference_library() -> Any:
@@ -167,15 +77,17 @@ def _reference_library() -> Any:
     return cel
 
 
-def _compile(source: str, checked: Any, memo: Any) -> Any:
-    """The native program for `source`, or the reference library's when the native compiler lacks a feature."""
+def _compile(source: str, memo: Any) -> Any:
+    """The native program for `source`, or the reference library's when the native compiler lacks a feature.
+
+    Only a source aiadmit's checker accepted gets here: nothing deeper or longer than the reference library takes.
+    """
     try:
         return compile_native(source, FUNCTIONS, memo)  # `memo.compile` may answer Python's compile from a cache
     except (Unsupported, ParseError):
-        return _Reference(checked if checked is not None else _reference_library().compile(source))
+        return _Reference(_reference_library().compile(source))
 
 
-_MATCHES = re.compile(r"\bmatches(\s*\()")
 _PARAM = re.compile(r"\bparams\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
 _STRING = re.compile(r"""[rR]?(?:'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""", re.S)
 
@@ -271,37 +183,66 @@ def required_presence(source: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple(out)
 
 
-class Expression:
-    """A CEL expression checked at load (or recalled as checked), compiled on first use, and the variables it reads.
+def params_type(params: Mapping[str, Any]) -> Struct:
+    """`params` as the checker sees it: a closed struct, so a misspelt parameter name fails at load."""
+    return Struct("params", {name: type_of_value(value) for name, value in params.items()})
 
-    Checking every expression at load (the reference parser: fast) keeps a bad
-    policy from loading; compiling to Python waits for the first run, because
-    most expressions never run in a given process (mutations in an audit,
-    messages of rules that pass): a CLI run then starts in a third of the time.
+
+def checked(source: str, params: Optional[dict], declarations: Optional[Mapping[str, Any]],
+            limits: Optional[costs.Limits] = None) -> tuple[frozenset, bool, Any]:
+    """Parse, check and cost `source` as written: (the variables it reads, whether it needs the reference library,
+    its type as the checker found it).
+
+    Raises CelError with the offset in `source`. `declarations` None: every free name is a dyn variable."""
+    if len(source) > MAX_LENGTH:
+        raise CelError(f"expression longer than {MAX_LENGTH} characters", 0)
+    try:
+        tree, positions = parse_with_positions(source)
+    except ParseError as exc:
+        raise CelError(str(exc).split(" at column ")[0], exc.column - 1) from None
+    lenient = declarations is None
+    declarations = dict(declarations or {})
+    if params is not None:
+        declarations["params"] = params_type(params)
+    try:
+        checker = check(tree, positions, declarations, LIBRARY, lenient)
+        kind = checker.type
+        costs.estimate(tree, positions, params or {}, limits)
+    except CheckError as exc:
+        raise CelError(exc.message, exc.offset) from None
+    return frozenset(checker.free - {"params"}), checker.reference_only, kind
+
+
+class Expression:
+    """A CEL expression checked at load, compiled on first use, and the variables it reads.
+
+    Checking every expression at load keeps a bad policy from loading; compiling
+    to Python waits for the first run, because most expressions never run in a
+    given process (mutations in an audit, messages of rules that pass).
     """
 
-    __slots__ = ("source", "compiled", "_checked", "_program", "variables", "_memo")
+    __slots__ = ("source", "compiled", "_program", "variables", "_memo", "reference", "type")
 
-    def __init__(self, source: str, params: dict | None = None, memo: Any = None):
-        """`memo` (duck-typed: language/checks.py `Checks`) knows the checks and compiles of sources seen before:
-        `cel_variables(source)`, `remember_cel(source, variables)`, `compile(python, filename)`."""
+    def __init__(self, source: str, params: dict | None = None, memo: Any = None,
+                 declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None):
+        """`declarations` maps each variable the rule's level binds to its type (None: any name, as dyn);
+        `memo` (duck-typed: language/checks.py `Checks`) may answer Python's compile: `compile(python, filename)`."""
         self.source = source
+        variables, self.reference, self.type = checked(source, params, declarations, limits)
         if params is not None:
-            source = inline_params(source, params)
-        # Kubernetes' `matches` compiles its regular expression on every call in the reference library (80 µs for
-        # a digest pattern); the same RE2-style search through a cached Python pattern costs 1 µs.
-        source = _outside_strings(source, lambda code: _MATCHES.sub(r"reMatches\1", code))
-        variables, checked = _check(source, memo)
+            try:
+                source = inline_params(source, params)
+            except CelError as exc:  # the checker names unknown params; a value with no literal is left
+                raise CelError(exc.message, 0) from None
         self._memo = memo
-        self._checked = checked
         self._program = None
         self.compiled = source
-        self.variables = frozenset(variables)
+        self.variables = variables
 
     @property
     def program(self) -> Any:
         if self._program is None:  # two threads may both compile it: the same program, either one kept
-            self._program = _compile(self.compiled, self._checked, self._memo)
+            self._program = _compile(self.compiled, self._memo)
         return self._program
 
     @property
@@ -320,12 +261,18 @@ class Expression:
 class Template:
     """A message with ``{{ cel }}`` segments, compiled once, rendered only on failure."""
 
-    def __init__(self, text: str, params: dict | None = None, memo: Any = None):
+    def __init__(self, text: str, params: dict | None = None, memo: Any = None,
+                 declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None):
         self.parts: list[str | Expression] = []
         position = 0
         for match in _TEMPLATE.finditer(text):
             self.parts.append(text[position:match.start()])
-            self.parts.append(Expression(match.group(1).strip(), params, memo))
+            segment = match.group(1)
+            start = match.start(1) + len(segment) - len(segment.lstrip())
+            try:
+                self.parts.append(Expression(segment.strip(), params, memo, declarations, limits))
+            except CelError as exc:  # the offset in the whole message, as written
+                raise CelError(exc.message, None if exc.offset is None else start + exc.offset) from None
             position = match.end()
         self.parts.append(text[position:])
         # (text before, expression) pairs and the text after: what render walks, without a type test per part
@@ -345,6 +292,31 @@ class Template:
             out.append(value if type(value) is str else _display(value))
         out.append(self._tail)
         return " ".join("".join(out).split())
+
+
+class MessageExpression:
+    """A VAP `messageExpression`: one CEL expression giving the whole message (a string), rendered on failure.
+
+    Same interface as Template (parts, expressions, variables, render); an error or a non-string renders the
+    rule's `message`, if any, else a fixed text, as Kubernetes falls back to the static message."""
+
+    def __init__(self, source: str, params: dict | None = None, memo: Any = None,
+                 declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None,
+                 fallback: Optional["Template"] = None):
+        self.expression = Expression(source, params, memo, declarations, limits)
+        self.fallback = fallback
+        self.parts = [self.expression] + (list(fallback.parts) if fallback is not None else [])
+        self.expressions = (self.expression,) + (fallback.expressions if fallback is not None else ())
+        self.variables = self.expression.variables | (fallback.variables if fallback is not None else frozenset())
+
+    def render(self, context: Activation) -> str:
+        try:
+            value = self.expression.run(context)
+        except Exception:  # noqa: BLE001 - a message never fails the review
+            value = None
+        if type(value) is str and value.strip():
+            return " ".join(value.split())
+        return self.fallback.render(context) if self.fallback is not None else "the rule's messageExpression failed"
 
 
 def _display(value: Any) -> str:

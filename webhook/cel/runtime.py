@@ -12,15 +12,21 @@ EvalError (or a Python lookup error the generated code translates).
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Callable
 
 from webhook.cel.parser import INT64_MAX, INT64_MIN, UINT64_MAX, UInt
+from webhook.cel.values import NONE, EvalError, Optional, Unsupported, Variables  # noqa: F401 - re-exported
 
 _NUMBERS = (int, float, UInt)
-_INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: Python's int() would also take "1_000" and " 1"
-_DOUBLE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:[iI]nf(?:inity)?|NaN|nan)")
 _KEYS = (str, int, bool, UInt)
+# No string or list a rule builds may be larger (characters or items): an object is at most 3 MiB (the API server's
+# request limit), so only a concatenation or join bomb gets here, and it stops before it costs the process its memory.
+MAX_SIZE = 8 * 1024 * 1024
+# Comprehension iterations one evaluation of one expression may take (the run-time bound; cel/cost.py is the static
+# one): a million is about a second of generated Python, inside any review budget.
+MAX_STEPS = 1_000_000
+
+
 
 
 class CelType:
@@ -36,13 +42,23 @@ class CelType:
 
 
 TYPES = {name: CelType(name) for name in
-         ("bool", "int", "uint", "double", "string", "bytes", "null_type", "list", "map", "type")}
+         ("bool", "int", "uint", "double", "string", "bytes", "null_type", "list", "map", "type", "optional_type")}
 _TYPE_OF = {bool: TYPES["bool"], int: TYPES["int"], UInt: TYPES["uint"], float: TYPES["double"],
             str: TYPES["string"], bytes: TYPES["bytes"], type(None): TYPES["null_type"], list: TYPES["list"],
-            dict: TYPES["map"], CelType: TYPES["type"]}
+            dict: TYPES["map"], CelType: TYPES["type"], Optional: TYPES["optional_type"]}
 
 
 _SIMPLE = (str, int, float, bool, type(None), bytes, UInt, CelType)
+# Timestamps and durations (cel/timestamps.py registers them: it builds on this module): type -> its CEL type
+_TIME: dict = {}
+_TIME_OPS: dict = {}
+
+
+def register_time(timestamp: type, duration: type, add_: Callable, subtract: Callable, text: Callable) -> None:
+    for kind, name in ((timestamp, "google.protobuf.Timestamp"), (duration, "google.protobuf.Duration")):
+        TYPES[name] = CelType(name)
+        _TYPE_OF[kind] = _TIME[kind] = TYPES[name]
+    _TIME_OPS.update({"+": add_, "-": subtract, "string": text, "timestamp": timestamp})
 
 
 def type_of(value: Any) -> CelType:
@@ -50,14 +66,6 @@ def type_of(value: Any) -> CelType:
     if found is None:
         raise EvalError(f"a value of Python type {type(value).__name__} has no CEL type")
     return found
-
-
-class EvalError(Exception):
-    """A CEL evaluation error: an error value that reached the top of the expression."""
-
-
-class Unsupported(Exception):
-    """The expression uses CEL this compiler does not implement; the reference library runs it."""
 
 
 def overload(name: str, *values: Any) -> EvalError:
@@ -80,6 +88,10 @@ def equals(a: Any, b: Any) -> bool:
         return a == b
     if ta is list and tb is list:
         return len(a) == len(b) and all(equals(x, y) for x, y in zip(a, b))
+    if ta is Optional and tb is Optional:
+        return (a is NONE and b is NONE) or (a is not NONE and b is not NONE and equals(a.value, b.value))
+    if ta is tb and ta in _TIME:
+        return a.ns == b.ns
     if ta is dict and tb is dict:
         if len(a) != len(b):
             return False
@@ -107,15 +119,22 @@ def _lookup(mapping: dict, key: Any) -> Any:
 
 def less(a: Any, b: Any, op: str) -> bool:
     ta, tb = type(a), type(b)
-    if (ta is tb and ta in (str, int, float, bytes, bool, UInt)) or (ta in _NUMBERS and tb in _NUMBERS):
-        if op == "<":
-            return a < b
-        if op == "<=":
-            return a <= b
-        if op == ">":
-            return a > b
-        return a >= b
-    raise overload(op, a, b)
+    if ta is not tb and (ta is float or tb is float) and ta in _NUMBERS and tb in _NUMBERS:
+        a, b = float(a), float(b)  # int against double compares as doubles (cel-go): 2**63-1 is not < 2.0**63
+        ta = tb = float
+    if ta is tb and ta in _TIME:
+        a, b = a.ns, b.ns
+    elif (ta is tb and ta in (str, int, float, bytes, bool, UInt)) or (ta in _NUMBERS and tb in _NUMBERS):
+        pass
+    else:
+        raise overload(op, a, b)
+    if op == "<":
+        return a < b
+    if op == "<=":
+        return a <= b
+    if op == ">":
+        return a > b
+    return a >= b
 
 
 def _int(value: int) -> int:
@@ -135,15 +154,23 @@ def add(a: Any, b: Any) -> Any:
     if ta is type(b):
         if ta is int:
             return _int(a + b)
-        if ta in (float, str, bytes, list):
+        if ta is float:
+            return a + b
+        if ta in (str, bytes, list):
+            if len(a) + len(b) > MAX_SIZE:
+                raise EvalError(f"+ result larger than {MAX_SIZE} (characters or items)")
             return a + b
         if ta is UInt:
             return _uint(a + b)
+    if ta in _TIME or type(b) in _TIME:
+        return _TIME_OPS["+"](a, b)
     raise overload("+", a, b)
 
 
 def arith(op: str, a: Any, b: Any) -> Any:
     ta = type(a)
+    if op == "-" and (ta in _TIME or type(b) in _TIME):
+        return _TIME_OPS["-"](a, b)
     if ta is not type(b) or ta not in (int, float, UInt):
         raise overload(op, a, b)
     wrap = _int if ta is int else (_uint if ta is UInt else float)
@@ -189,12 +216,18 @@ def select(value: Any, field: str) -> Any:
             return value[field]
         except KeyError:
             raise EvalError(f"no such key: {field}") from None
+    if type(value) is Variables:
+        return value.get(field)
+    if type(value) is Optional:  # `x.?a.b`: selection on an optional chains
+        return opt_select(value, field)
     raise EvalError(f"no such field {field!r} on a {_type_name(value)}")
 
 
 def index(value: Any, key: Any) -> Any:
     kind = type(value)
     if kind is list:
+        if type(key) is float and key.is_integer():  # `[7, 8][dyn(0.0)]`: a numeric index (cel-go)
+            key = int(key)
         if type(key) not in (int, UInt):
             raise overload("[]", value, key)
         if 0 <= key < len(value):
@@ -206,12 +239,14 @@ def index(value: Any, key: Any) -> Any:
                 return value[key]
             except KeyError:
                 raise EvalError(f"no such key: {key}") from None
-        if type(key) not in _KEYS:
+        if type(key) not in _KEYS and type(key) is not float:
             raise overload("[]", value, key)
         found = _lookup(value, key)
         if found is _MISSING:
             raise EvalError(f"no such key: {key}")
         return found
+    if kind is Optional:
+        return opt_select(value, key)
     raise overload("[]", value, key)
 
 
@@ -219,67 +254,6 @@ def size(value: Any) -> int:
     if type(value) in (str, bytes, list, dict):
         return len(value)
     raise overload("size", value)
-
-
-def to_int(value: Any) -> int:
-    kind = type(value)
-    if kind is int:
-        return value
-    if kind is UInt:
-        return _int(int(value))
-    if kind is float:
-        if value != value or not (-9.223372036854775808e18 < value < 9.223372036854775807e18):
-            raise EvalError("int() of a double out of range")
-        return int(value)
-    if kind is str:
-        if not _INTEGER.fullmatch(value):
-            raise EvalError(f"int() cannot parse {value!r}")
-        return _int(int(value, 10))
-    raise overload("int", value)
-
-
-def to_uint(value: Any) -> UInt:
-    kind = type(value)
-    if kind in (int, UInt):
-        return _uint(int(value))
-    if kind is float:
-        if value != value or not (0 <= value < 1.8446744073709552e19):
-            raise EvalError("uint() of a double out of range")
-        return UInt(int(value))
-    if kind is str:
-        if not _INTEGER.fullmatch(value) or value.startswith("-"):
-            raise EvalError(f"uint() cannot parse {value!r}")
-        return _uint(int(value, 10))
-    raise overload("uint", value)
-
-
-def to_double(value: Any) -> float:
-    kind = type(value)
-    if kind in (int, UInt, float):
-        return float(value)
-    if kind is str:
-        if not _DOUBLE.fullmatch(value):
-            raise EvalError(f"double() cannot parse {value!r}")
-        return float(value)
-    raise overload("double", value)
-
-
-def to_string(value: Any) -> str:
-    kind = type(value)
-    if kind is str:
-        return value
-    if kind in (int, UInt):
-        return str(int(value))
-    if kind is float:
-        if value.is_integer() and abs(value) < 1e16:
-            return "-0" if value == 0 and math.copysign(1.0, value) < 0 else str(int(value))
-        return repr(value)
-    if kind is bytes:
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            raise EvalError("string() of bytes that are not UTF-8") from None
-    raise overload("string", value)
 
 
 def string_method(name: str) -> Callable[[Any, Any], bool]:
@@ -290,20 +264,6 @@ def string_method(name: str) -> Callable[[Any, Any], bool]:
             return method(text, part)
         raise overload(name, text, part)
     return call
-
-
-BUILTINS: dict[str, tuple[int, Callable]] = {
-    "size": (1, size),
-    "int": (1, to_int),
-    "uint": (1, to_uint),
-    "double": (1, to_double),
-    "string": (1, to_string),
-    "dyn": (1, lambda value: value),
-    "type": (1, type_of),
-    "startsWith": (2, string_method("startsWith")),
-    "endsWith": (2, string_method("endsWith")),
-    "contains": (2, string_method("contains")),
-}
 
 
 def fail(error: EvalError) -> Any:
@@ -323,7 +283,36 @@ def negate(value: Any) -> Any:
 def has_field(value: Any, field: str) -> bool:
     if type(value) is dict:
         return field in value
+    if type(value) is Variables:
+        return field in value.programs
+    if type(value) is Optional:  # `has(x.?a.b)`: false when the chain is empty
+        return value is not NONE and has_field(value.value, field)
     raise overload("has", value)
+
+
+def over_budget() -> EvalError:
+    return EvalError(f"evaluation exceeded {MAX_STEPS} comprehension steps (the run-time cost bound)")
+
+
+def opt_select(value: Any, field: Any) -> Optional:
+    """`x.?f` and `x[?k]`: optional.of(x.f) when x has it, none when it does not (or x is itself none)."""
+    if type(value) is Optional:
+        if value is NONE:
+            return NONE
+        value = value.value
+    if type(value) is dict:
+        if type(field) is str:
+            return Optional(value[field]) if field in value else NONE
+        found = _lookup(value, field)
+        return NONE if found is _MISSING else Optional(found)
+    if type(value) is list and type(field) in (int, UInt):
+        return Optional(value[field]) if 0 <= field < len(value) else NONE
+    raise overload("_?._", value, field)
+
+
+def pairs(value: Any) -> Any:
+    """What a two-variable comprehension walks: (index, item) of a list, (key, value) of a map."""
+    return enumerate(value) if type(value) is list else value.items()
 
 
 def iterable(value: Any, macro: str) -> Any:
@@ -331,6 +320,34 @@ def iterable(value: Any, macro: str) -> Any:
     if type(value) in (list, dict):
         return value
     raise overload(macro, value)
+
+
+def opt_list(entries: list) -> list:
+    """`[a, ?b]`: (optional?, value) pairs; an optional element is kept only when it has a value."""
+    out = []
+    for optional, value in entries:
+        if optional:
+            if type(value) is not Optional:
+                raise overload("[?_]", value)
+            if value is not NONE:
+                out.append(value.value)
+        else:
+            out.append(value)
+    return out
+
+
+def opt_entries(entries: list) -> list:
+    """`{?k: v}`: (optional?, key, value) triples as the (key, value) pairs that are kept."""
+    out = []
+    for optional, key, value in entries:
+        if optional:
+            if type(value) is not Optional:
+                raise overload("{?_: _}", value)
+            if value is not NONE:
+                out.append((key, value.value))
+        else:
+            out.append((key, value))
+    return out
 
 
 def make_map(entries: list) -> dict:

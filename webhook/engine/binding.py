@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from webhook.cel.environment import Activation
+from webhook.cel.runtime import Variables
 from webhook.k8s.workload import (Classification, Container, PodTemplate, ShapeError, Workload, build_workload,
                                   template_devices)
 from webhook.model.facts import ClusterFacts
@@ -60,6 +61,22 @@ def bind_resource(context: Activation, scope: Scope, chosen: list, classificatio
         }
     if "object" in variables:
         context["object"] = resource.obj
+    # ValidatingAdmissionPolicy's names: the old object is not known to the engine (null, as on CREATE)
+    if "oldObject" in variables:
+        context["oldObject"] = None
+    if "request" in variables:
+        origin = resource.origin
+        context["request"] = {
+            "kind": {"group": resource.group, "version": resource.api_version.rpartition("/")[2],
+                     "kind": resource.kind},
+            "name": resource.name, "namespace": resource.namespace,
+            "operation": origin.operation if origin is not None and origin.operation else "CREATE",
+            "uid": (origin.uid if origin is not None else None) or "",
+        }
+    if "namespaceObject" in variables:
+        labels = scope.facts.namespace_labels(resource.namespace) if resource.namespace else None
+        context["namespaceObject"] = None if labels is None else {
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": resource.namespace, "labels": labels}}
     if "cluster" in variables and scope.cluster is not None:
         context["cluster"] = {k: v for k, v in scope.cluster.items() if v is not None}
     if "templates" in variables:
@@ -91,6 +108,12 @@ def enter(context: Activation, scope: Scope, template: Optional[PodTemplate], po
         context["injected"] = container.injected  # what the kind's operator mounts in it (kinds.yaml)
     elif "container" in context:  # a pod-level rule must not see the last template's container
         del context["container"], context["containerType"], context["containerName"], context["injected"]
+
+
+def bind_variables(context: Activation, policy: Any) -> None:
+    """A fresh set of the policy's named `variables` for this binding: each evaluated at most once, on first read."""
+    if policy.named:
+        context["variables"] = Variables(policy.named, context)
 
 
 def cluster_facts(scope: Scope, needed: frozenset, classification: Classification) -> dict:

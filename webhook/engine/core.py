@@ -17,7 +17,7 @@ from typing import Any, Iterable, Optional
 
 from webhook.cel.environment import Activation, new_context
 from webhook.engine import mutation
-from webhook.engine.binding import Scope, bind_resource, enter
+from webhook.engine.binding import Scope, bind_resource, bind_variables, enter
 from webhook.engine.deadline import BudgetExceeded, check_deadline
 from webhook.engine.enforcement import Enforcement
 from webhook.engine.planning import Plan, missing_facts, where
@@ -63,7 +63,8 @@ class Engine:
         """
         checks = Checks(cache)
         config = load_config(config_path, own_namespace, checks)
-        policies = load_policies(list(policy_paths or [BUILTIN_POLICY_DIR]), config.params(), checks)
+        policies = load_policies(list(policy_paths or [BUILTIN_POLICY_DIR]), config.params(), checks,
+                                 config.cel_limits)
         return cls(policies, config)
 
     def action_of(self, policy_id: str) -> Optional[str]:
@@ -172,6 +173,8 @@ class Engine:
             bind_resource(context, scope, list(scope.chosen), classification)
             scope.bound = True
         enter(context, scope, template, position, container, classification)
+        if policy.named:
+            bind_variables(context, policy)
         target = container.obj if container else (template.spec if template else scope.resource.obj)
         for rule in rules:
             self._run_rule(context, scope, policy, rule, base, container, target)

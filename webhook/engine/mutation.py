@@ -11,7 +11,7 @@ import copy
 from typing import Optional
 
 from webhook.cel.environment import Activation, new_context
-from webhook.engine.binding import Scope, bind_resource, enter
+from webhook.engine.binding import Scope, bind_resource, bind_variables, enter
 from webhook.engine.deadline import check_deadline
 from webhook.model import patch
 from webhook.model.findings import Mutation
@@ -36,12 +36,16 @@ def mutate(scope: Scope, chosen: list, working: dict, classification: Classifica
             for mutation in policy.mutations:
                 if mutation.target == "pod":
                     enter(context, scope, template, position, None, classification)
+                    if policy.named:  # afresh: an earlier mutation may have changed what they read
+                        bind_variables(context, policy)
                     _mutate_at(context, working, template.spec_pointer, mutation, out, policy.id)
                     continue
                 for container in template.containers:
                     if container.rename or not policy.takes(container):
                         continue
                     enter(context, scope, template, position, container, classification)
+                    if policy.named:
+                        bind_variables(context, policy)
                     _mutate_at(context, working, container.pointer, mutation, out, policy.id)
     out.patched = working
     return out

@@ -1,9 +1,9 @@
 """What earlier checks of the same text found: consulted before a policy or config check is run again.
 
-Loading checks every policy and config document against its JSON Schema and
-every CEL expression with the reference CEL library; this is what makes a
-broken policy fail to load with file, line and field. Two stores remember
-answers that cannot change for the same input, by content:
+Loading checks every policy and config document against its JSON Schema (and
+every CEL expression with aiadmit's own checker, which needs no memory: it is
+fast); this is what makes a broken policy fail to load with file, line and
+field. Two stores remember answers that cannot change for the same input, by content:
 
 - the built-in bundle's record (`policies/checked.json`, language/record.py),
   written when the bundle was built and consulted in every entry point;
@@ -18,11 +18,10 @@ process-wide switch. A text that differs by one byte is simply checked.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 from functools import lru_cache
 from types import CodeType
-from typing import Any, Optional
+from typing import Any
 
 from webhook.language import record
 
@@ -67,22 +66,6 @@ class Checks:
     @staticmethod
     def _schema_key(schema_text: str, text: str, place: str) -> tuple:
         return ("schema", schema_text, _identity("jsonschema"), place, text)
-
-    # ------------------------------------------------------------------ CEL checks
-    def cel_variables(self, source: str) -> Optional[list[str]]:
-        """The variables the reference checker found in this exact source before, or None."""
-        if self.use_record:
-            found = record.variables(source)
-            if found is not None:
-                return found
-        if self.cache is None:
-            return None
-        known = self.cache.recall("cel-check", _identity("cel"), source)
-        return json.loads(known) if known is not None else None
-
-    def remember_cel(self, source: str, variables: list[str]) -> None:
-        if self.cache is not None:
-            self.cache.remember("cel-check", _identity("cel"), source, data=json.dumps(variables).encode())
 
     # ------------------------------------------------------------------ compiled programs
     def compile(self, python: str, filename: str) -> CodeType:

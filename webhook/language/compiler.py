@@ -1,9 +1,12 @@
 """Compiling one validated `Policy` document: every CEL expression and JSON Schema rule built once.
 
-Parameters are constants once the config is loaded: CEL sources get them inlined
-as literals (cel/environment.py `inline_params`), schema rules get every
-`"${params.NAME}"` string replaced by the value. A problem is reported as a
-(JSON pointer, message) pair, which the loader turns into file:line:col.
+Parameters are constants once the config is loaded: CEL sources are checked with
+`params` declared as a constant and get them inlined as literals for the run
+(cel/environment.py), schema rules get every `"${params.NAME}"` string replaced
+by the value. Each expression is checked against the declarations of its level
+(language/declarations.py). A problem is reported as a (JSON pointer, message,
+offset) triple — the offset in the expression as written, or None — which the
+loader turns into file:line:col.
 """
 
 from __future__ import annotations
@@ -12,8 +15,11 @@ import copy
 import re
 from typing import Any, Optional
 
-from webhook.cel.environment import CelError, Expression, Template, required_presence
+from webhook.cel.checker import Struct
+from webhook.cel.cost import Limits
+from webhook.cel.environment import CelError, Expression, MessageExpression, Template, required_presence
 from webhook.language.checks import Checks
+from webhook.language.declarations import for_level
 from webhook.language.policy import Match, Mutation, Policy, Rule
 
 _PARAM_REF = re.compile(r"^\$\{params\.([A-Za-z_][A-Za-z0-9_]*)\}$")
@@ -35,7 +41,7 @@ def _substitute_params(value: Any, params: dict, where: str) -> Any:
 
 
 def compile_policy(doc: dict, source: str, params_override: Optional[dict] = None,
-                   checks: Optional[Checks] = None) -> Policy:
+                   checks: Optional[Checks] = None, limits: Optional[Limits] = None) -> Policy:
     """Compile one validated policy document; raises `Problems` with every (pointer, message) found.
 
     `checks` answers CEL checks of sources seen before (language/checks.py); by default the bundle's record."""
@@ -43,31 +49,62 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     params = copy.deepcopy(doc.get("params") or {})
     for key, value in (params_override or {}).items():
         params[key] = value
-    problems: list[tuple[str, str]] = []
+    problems: list[tuple] = []
+    named, levels = _variables(doc, params, checks, problems, limits)
 
-    def expression(text: Optional[str], where: str) -> Optional[Expression]:
+    def visible(level: str) -> Optional[Struct]:
+        """The named variables a rule at `level` may read: those whose expression needs no deeper level."""
+        if not named:
+            return None
+        order = ("object", "pod", "container")
+        return Struct("variables", {name: e.type for name, e in named.items()
+                                    if order.index(levels[name]) <= order.index(level)})
+
+    def expression(text: Optional[str], where: str, level: str, name: str) -> Optional[Expression]:
         if text is None:
             return None
         try:
-            return Expression(text, params, checks)
+            return Expression(text, params, checks, for_level(level, visible(level)), limits)
         except CelError as exc:
-            problems.append((where, f"CEL does not compile: {exc}"))
+            problems.append((where, f"{name}: CEL does not compile: {exc.message}", exc.offset))
             return None
+
+    def reads(found: frozenset) -> frozenset:
+        """What binding must provide: the names read, and through `variables` what the variables read."""
+        if "variables" in found:
+            return found.union(*(e.variables for e in named.values()))
+        return found
 
     rules = []
     for position, raw in enumerate(doc["rules"]):
         where = f"/rules/{position}"
+        level = raw.get("target", doc["target"])
+        if level not in ("object", "pod", "container"):
+            level = doc["target"]
         try:
-            message = Template(raw["message"], params, checks)
+            message = Template(raw.get("message", ""), params, checks, for_level(level, visible(level)), limits)
         except CelError as exc:
-            problems.append((f"{where}/message", f"CEL in message does not compile: {exc}"))
+            problems.append((f"{where}/message", f"rule {raw['name']}: CEL in message does not compile: "
+                                                 f"{exc.message}", exc.offset))
             continue
+        if "messageExpression" in raw:
+            try:
+                message = MessageExpression(raw["messageExpression"], params, checks, for_level(level, visible(level)),
+                                            limits, fallback=message if raw.get("message") else None)
+            except CelError as exc:
+                problems.append((f"{where}/messageExpression", f"rule {raw['name']}: messageExpression does not "
+                                                               f"compile: {exc.message}", exc.offset))
+                continue
+            if message.expression.type not in ("string", "dyn"):
+                problems.append((f"{where}/messageExpression", f"rule {raw['name']}: messageExpression must be a "
+                                                               f"string, not a {message.expression.type}", 0))
+                continue
         rule = Rule(
             name=raw["name"],
             message=message,
             path=raw.get("path", ""),
-            when=expression(raw.get("when"), f"{where}/when"),
-            expression=expression(raw.get("expression"), f"{where}/expression"),
+            when=expression(raw.get("when"), f"{where}/when", level, f"rule {raw['name']}"),
+            expression=expression(raw.get("expression"), f"{where}/expression", level, f"rule {raw['name']}"),
             action=raw.get("action"),
             requires=tuple(raw.get("requires", ())),
             when_unknown=raw.get("whenUnknown", "skip"),
@@ -85,7 +122,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             except ValueError as exc:
                 problems.append((f"{where}/schema", str(exc)))
         parts = [p for p in (rule.when, rule.expression) if p is not None]
-        rule.variables = message.variables.union(*(p.variables for p in parts))
+        rule.variables = reads(message.variables.union(*(p.variables for p in parts)))
         rule.needs_pod = bool(rule.variables & {"pod", "podMeta"})
         if rule.schema is not None and doc["target"] == "container":
             rule.variables |= {"container"}
@@ -94,13 +131,14 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     mutations = []
     for position, raw in enumerate(doc.get("mutations") or ()):
         where = f"/mutations/{position}"
-        value = expression(raw["value"], f"{where}/value")
-        when = expression(raw.get("when"), f"{where}/when")
         target = raw.get("target", doc["target"])
+        level = target if target in ("pod", "container") else doc["target"]
+        value = expression(raw["value"], f"{where}/value", level, f"mutation {raw['name']}")
+        when = expression(raw.get("when"), f"{where}/when", level, f"mutation {raw['name']}")
         if target not in ("pod", "container"):
             problems.append((f"{where}/target", "a mutation targets a pod or a container"))
         if value is not None:
-            variables = value.variables | (when.variables if when else frozenset())
+            variables = reads(value.variables | (when.variables if when else frozenset()))
             mutations.append(Mutation(raw["name"], target, raw["op"], raw["path"], value, when, variables))
 
     names = [r["name"] for r in doc["rules"]]
@@ -134,15 +172,44 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         params=params,
         rules=rules,
         mutations=mutations,
+        named=named,
         source=source,
         document=doc,
         checks=checks,
     )
 
 
-class Problems(Exception):
-    """Every (JSON pointer, message) that kept one document from compiling."""
+def _variables(doc: dict, params: dict, checks: Checks, problems: list,
+               limits: Optional[Limits]) -> tuple[dict, dict]:
+    """The policy's named `variables`, in order: each checked at the shallowest level it needs (object, pod, then
+    the policy's target), reading the earlier ones as `variables.NAME`. (name -> Expression, name -> level)"""
+    order = ("object", "pod", "container")
+    deepest = order.index(doc["target"])
+    named: dict[str, Expression] = {}
+    levels: dict[str, str] = {}
+    for position, raw in enumerate(doc.get("variables") or ()):
+        name, where = raw["name"], f"/variables/{position}/expression"
+        if name in named:
+            problems.append((f"/variables/{position}/name", f"variable {name!r} is defined twice"))
+            continue
+        error = None
+        for level in order[:deepest + 1]:
+            earlier = Struct("variables", {n: e.type for n, e in named.items()
+                                           if order.index(levels[n]) <= order.index(level)})
+            try:
+                named[name] = Expression(raw["expression"], params, checks, for_level(level, earlier), limits)
+                levels[name] = level
+                break
+            except CelError as exc:
+                error = exc
+        else:
+            problems.append((where, f"variable {name}: CEL does not compile: {error.message}", error.offset))
+    return named, levels
 
-    def __init__(self, problems: list[tuple[str, str]]):
+
+class Problems(Exception):
+    """Every (JSON pointer, message[, offset in the expression]) that kept one document from compiling."""
+
+    def __init__(self, problems: list[tuple]):
         super().__init__(problems)
         self.problems = problems

@@ -13,6 +13,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Optional
 
+from webhook.cel.cost import Limits
 from webhook.model import pointer as jp
 from webhook.language.schemacheck import errors as schema_errors
 from webhook.language.schemacheck import locate_error
@@ -75,6 +76,7 @@ class Config:
     trusted_controllers: tuple[str, ...] = ()  # userInfo.username globs (webhook only, see docs/webhook.md)
     policies: dict[str, PolicySettings] = field(default_factory=dict)
     exceptions: tuple[PolicyException, ...] = ()
+    cel_limits: Limits = field(default_factory=Limits)  # the static CEL cost estimate's bounds (`celLimits`)
     source: str = "<defaults>"
     _excluded: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -183,6 +185,9 @@ def _build(data: dict, source: str, own_namespace: Optional[str]) -> Config:
         trusted_controllers=tuple(data.get("trustedControllers") or ()),
         policies=policies,
         exceptions=tuple(exceptions),
+        cel_limits=Limits(max_object_bytes=(data.get("celLimits") or {}).get("maxObjectBytes", Limits.max_object_bytes),
+                          per_expression=float((data.get("celLimits") or {}).get("costLimit",
+                                                                                  Limits.per_expression))),
         source=source,
     )
 

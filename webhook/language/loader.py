@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import Iterable, Optional
 
+from webhook.cel.cost import Limits
 from webhook.inputs.sources import load_paths
 from webhook.language.bundle import POLICY_SCHEMA_FILE
 from webhook.language.checks import Checks
@@ -16,12 +17,21 @@ from webhook.language.compiler import Problems, compile_policy
 from webhook.language.policy import Policy, PolicyLoadError
 from webhook.language.schemacheck import errors as schema_errors
 from webhook.language.schemacheck import locate_error
+from webhook.language.sourcemap import locate
 from webhook.model import pointer as jp
 from webhook.model.resource import Resource
 
 
-def _format(resource: Resource, pointer: str, message: str) -> str:
+def _format(resource: Resource, pointer: str, message: str, offset: Optional[int] = None,
+            text: Optional[str] = None) -> str:
+    """`file:line:col: field: message`; with `offset`, the column of that character of the field's expression."""
     line, column = resource.origin.position(pointer)
+    if offset is not None:
+        value = jp.resolve(resource.obj, pointer)
+        found = locate(resource.origin.node, resource.origin.base, pointer, value, offset, text) \
+            if isinstance(value, str) else None
+        if found is not None:
+            line, column = found
     field_name = jp.to_dotted(pointer) or "(document)"
     return f"{resource.origin.file}:{line}:{column}: {field_name}: {message}"
 
@@ -40,7 +50,7 @@ def policy_files(paths: Iterable[str]) -> list[str]:
 
 
 def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None,
-                  checks: Optional[Checks] = None) -> list[Policy]:
+                  checks: Optional[Checks] = None, limits: Optional[Limits] = None) -> list[Policy]:
     """Load, validate and compile every policy in `paths`; raise PolicyLoadError on any problem."""
     checks = checks or Checks()
     files = policy_files(paths)
@@ -68,9 +78,10 @@ def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None
             continue
         seen[name] = resource.origin.file or "?"
         try:
-            policies.append(compile_policy(doc, resource.origin.file or "?", (params or {}).get(name), checks))
+            policies.append(compile_policy(doc, resource.origin.file or "?", (params or {}).get(name), checks, limits))
         except Problems as exc:
-            problems += [_format(resource, where, message) for where, message in exc.problems]
+            problems += [_format(resource, problem[0], problem[1], problem[2] if len(problem) > 2 else None,
+                                 texts[path]) for problem in exc.problems]
     if not files:
         problems.append("no policy files given")
     elif not policies and not problems:

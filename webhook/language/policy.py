@@ -109,6 +109,7 @@ class Policy:
     variables: frozenset = field(init=False, default=frozenset())
     requires: frozenset = field(init=False, default=frozenset())
     checks: Any = field(default=None, repr=False)  # what compiles its programs (language/checks.py)
+    named: dict = field(default_factory=dict)  # its `variables`: name -> Expression, in order (lazy per binding)
 
     def expressions(self) -> list[Expression]:
         """Every CEL expression the policy is written with: each rule's `when`, `expression` and message parts, each
@@ -119,7 +120,7 @@ class Policy:
             found += rule.message.expressions
         for mutation in self.mutations:
             found += [e for e in (mutation.when, mutation.value) if e is not None]
-        return found
+        return found + list(self.named.values())
 
     def takes(self, container) -> bool:
         """Whether this policy checks containers of this section (containers, initContainers, KServe's model)."""

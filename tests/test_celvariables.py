@@ -1,0 +1,86 @@
+"""The shape of a ValidatingAdmissionPolicy: named `variables` (lazy, at most once per binding), `messageExpression`,
+VAP's variable names beside aiadmit's, and the engine-bound `containerName`."""
+
+from __future__ import annotations
+
+import pytest
+
+from webhook.engine.core import Engine
+from webhook.language.loader import load_policies
+from webhook.language.policy import PolicyLoadError
+from webhook.model.resource import Resource
+
+POLICY = """\
+apiVersion: aiadmit.dev/v1alpha1
+kind: Policy
+metadata:
+  name: vap-shape
+summary: A test policy.
+why: Because.
+remediation: Fix it.
+action: deny
+match:
+  anyClasses: [ai]
+target: container
+params:
+  maxGpus: 2
+variables:
+  - name: gpus
+    expression: >-
+      has(container.resources) && has(container.resources.limits) &&
+      "nvidia.com/gpu" in container.resources.limits ? int(container.resources.limits["nvidia.com/gpu"]) : 0
+  - name: tooMany
+    expression: variables.gpus > params.maxGpus
+  - name: kindName
+    expression: object.kind + "/" + object.metadata.name
+rules:
+  - name: gpu-count
+    expression: "!variables.tooMany"
+    messageExpression: >-
+      "container " + containerName + " of " + variables.kindName + " asks for " + string(variables.gpus) +
+      " GPUs, more than " + string(params.maxGpus)
+  - name: vap-names
+    expression: oldObject == null && request.operation == "CREATE" && request.kind.kind == object.kind
+    message: never
+"""
+POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "n"},
+       "spec": {"containers": [{"name": "big", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "4"}}},
+                               {"name": "ok", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+
+
+def _engine(tmp_path, text=POLICY) -> Engine:
+    path = tmp_path / "vap.yaml"
+    path.write_text(text)
+    return Engine(load_policies([str(path)]))
+
+
+def test_variables_message_expression_and_vap_names(tmp_path):
+    findings = _engine(tmp_path).evaluate(Resource(POD)).findings
+    assert [(f.rule, f.message) for f in findings] == [
+        ("gpu-count", "container big of Pod/p asks for 4 GPUs, more than 2")]
+
+
+def test_a_variable_is_evaluated_at_most_once_per_binding(tmp_path):
+    engine = _engine(tmp_path)
+    runs = []
+    expression = engine.policies[0].named["gpus"]
+    program = expression.program
+
+    class Counting:
+        def execute(self, context):
+            runs.append(context["container"]["name"])
+            return program.execute(context)
+    expression._program = Counting()  # observed: `gpus` is read by tooMany, by the rule and by its message
+    engine.evaluate(Resource(POD))
+    assert runs == ["big", "ok"]
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("variables.gpus > params.maxGpus", "variables.gpu > params.maxGpus", "variables has no field 'gpu'"),
+    ("variables.gpus > params.maxGpus", "variables.kindName > 1", "variables has no field 'kindName'"),  # later
+    ('" GPUs, more than "', '" GPUs, more than " + 1', "no matching overload for '+'"),
+])
+def test_variable_errors_fail_the_load_at_their_place(tmp_path, old, new, message):
+    with pytest.raises(PolicyLoadError) as raised:
+        _engine(tmp_path, POLICY.replace(old, new))
+    assert any(message in problem for problem in raised.value.problems), raised.value.problems

@@ -1,0 +1,417 @@
+"""The load-time checker: every name declared, every function known, every type error decidable without data.
+
+Why: a rule that names a variable nobody binds (`has(contaner.name)`) used to
+load and then fail closed on every review. The checker walks the parser's tree
+(cel/parser.py) with the declarations of the rule's level (objects from JSON are
+`dyn`, aiadmit's own variables are closed structs whose fields are known) and
+the function table (cel/library.py), and raises CheckError with the offset in
+the source as the author wrote it. It needs no data and no reference library,
+so it runs on every load in microseconds per expression.
+
+Types: "dyn", "bool", "int", "uint", "double", "string", "bytes", "null", "type",
+"quantity", "optional", ("list", elem), ("map", key, value), or a Struct.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from webhook.cel.parser import UInt
+
+DYN = "dyn"
+MAX_DEPTH = 120  # nesting of the tree: deeper would exhaust the checker's, compiler's or reference library's stack
+MAX_LENGTH = 100_000  # code points of one expression, as cel-go's default limit
+_NUMERIC = frozenset({"int", "uint", "double"})
+_QUANTITY_LIKE = frozenset({"double", "quantity"})  # aiadmit extension: a quantity is a double in base units
+_MACROS = frozenset({"all", "exists", "exists_one", "existsOne", "map", "filter"})
+_CONVERSIONS = {"int": "int", "uint": "uint", "double": "double", "string": "string", "bytes": "bytes",
+                "bool": "bool", "dyn": DYN, "type": "type", "size": "int"}
+_STRING_METHODS = {"startsWith", "endsWith", "contains"}
+# Timestamp and duration accessors: run on the reference library (the native compiler lacks them)
+REFERENCE_ONLY: frozenset = frozenset()  # everything the checker knows now compiles natively
+_TYPE_NAMES = frozenset({"bool", "int", "uint", "double", "string", "bytes", "null_type", "list", "map", "type",
+                         "optional_type"})
+
+
+class CheckError(ValueError):
+    """A rule that cannot be right whatever the data: `offset` is 0-based in the checked source."""
+
+    def __init__(self, message: str, offset: int):
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+
+
+class Struct:
+    """A declared variable with known fields (aiadmit's `workload`, `cluster`, ...): a misspelt field is an error.
+
+    `fields` maps a field name to its type; `open` structs accept any other field as dyn."""
+
+    __slots__ = ("name", "fields", "open")
+
+    def __init__(self, name: str, fields: Mapping[str, Any], open: bool = False):
+        self.name, self.fields, self.open = name, dict(fields), open
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def show(kind: Any) -> str:
+    if isinstance(kind, tuple):
+        return f"{kind[0]}({', '.join(show(k) for k in kind[1:])})"
+    return str(kind)
+
+
+def type_of_value(value: Any) -> Any:
+    """The type of a constant (a parameter's value), as the checker sees it."""
+    if isinstance(value, bool):
+        return "bool"
+    if value is None:
+        return "null"
+    if isinstance(value, UInt):
+        return "uint"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        kinds = {show(type_of_value(v)): type_of_value(v) for v in value}
+        return ("list", next(iter(kinds.values())) if len(kinds) == 1 else DYN)
+    if isinstance(value, dict):
+        return ("map", "string", DYN)
+    return DYN
+
+
+def depth(tree: tuple) -> int:
+    """The nesting depth of a tree, without recursion (a 15,000-term `+` chain must not overflow the stack)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        for child in children(node):
+            stack.append((child, level + 1))
+    return deepest
+
+
+def children(node: tuple) -> list:
+    kind = node[0]
+    if kind in ("lit", "ident"):
+        return []
+    if kind in ("select", "optselect", "not", "neg", "optitem"):
+        return [node[1]]
+    if kind in ("index", "optindex"):
+        return [node[1], node[2]]
+    if kind == "binary":
+        return [node[2], node[3]]
+    if kind in ("and", "or", "list"):
+        return list(node[1])
+    if kind == "map":
+        return [part for entry in node[1] for part in entry]
+    if kind == "cond":
+        return [node[1], node[2], node[3]]
+    if kind == "call":
+        return ([node[2]] if node[2] is not None else []) + list(node[3])
+    return []
+
+
+def _accepts(kind: Any, wanted: str) -> bool:
+    if kind == DYN or wanted == "any":
+        return True
+    if wanted == "number":
+        return kind in _NUMERIC or kind == "quantity"
+    if wanted == "list":
+        return isinstance(kind, tuple) and kind[0] == "list"
+    if wanted == "map":
+        return (isinstance(kind, tuple) and kind[0] == "map") or isinstance(kind, Struct)
+    if wanted == "quantity":
+        return kind in ("quantity", "double")  # the extension: a quantity is carried as its double
+    return kind == wanted
+
+
+class Checker:
+    """One check of one tree: `check()` answers its type and records the free variables it reads."""
+
+    def __init__(self, positions: Mapping[int, int], declarations: Mapping[str, Any],
+                 functions: Mapping[str, Any], lenient: bool = False):
+        self.positions = positions
+        self.declarations = declarations
+        self.lenient = lenient  # every undeclared free name is a dyn variable (the API without a level)
+        self.functions = functions
+        self.free: set[str] = set()
+        self.reference_only = False
+        self.type: Any = DYN  # the checked expression's type
+
+    def fail(self, node: tuple, message: str) -> CheckError:
+        return CheckError(message, self.positions.get(id(node), 0))
+
+    def check(self, node: tuple, scope: Mapping[str, Any] = {}) -> Any:  # noqa: B006 - never mutated
+        return getattr(self, "_" + node[0])(node, scope)
+
+    def _lit(self, node: tuple, scope: Mapping) -> Any:
+        return type_of_value(node[1]) if not isinstance(node[1], (bytes,)) else "bytes"
+
+    def _ident(self, node: tuple, scope: Mapping) -> Any:
+        name = node[1]
+        if name in scope:
+            return scope[name]
+        if name in self.declarations:
+            self.free.add(name)
+            return self.declarations[name]
+        if name in _TYPE_NAMES:
+            return "type"
+        if self.lenient:
+            self.free.add(name)
+            return DYN
+        known = ", ".join(sorted(self.declarations))
+        raise self.fail(node, f"undeclared reference to {name!r} (this rule's variables: {known})")
+
+    def _field(self, node: tuple, operand: Any, field: str) -> Any:
+        if operand == DYN:
+            return DYN
+        if isinstance(operand, Struct):
+            if field in operand.fields:
+                return operand.fields[field]
+            if operand.open:
+                return DYN
+            if operand.name == "params":
+                raise self.fail(node, f"unknown parameter {field!r} (known: {', '.join(sorted(operand.fields)) or 'none'})")
+            raise self.fail(node, f"{operand.name} has no field {field!r} (its fields: "
+                                  f"{', '.join(sorted(operand.fields))})")
+        if isinstance(operand, tuple) and operand[0] == "map":
+            return operand[2]
+        if operand == "optional":
+            return "optional"
+        raise self.fail(node, f"a {show(operand)} has no fields (selecting {field!r})")
+
+    def _select(self, node: tuple, scope: Mapping) -> Any:
+        return self._field(node, self.check(node[1], scope), node[2])
+
+    def _optselect(self, node: tuple, scope: Mapping) -> Any:
+        self._field(node, self.check(node[1], scope), node[2])
+        return "optional"
+
+    def _index(self, node: tuple, scope: Mapping) -> Any:
+        operand, key = self.check(node[1], scope), self.check(node[2], scope)
+        if operand == DYN:
+            return DYN
+        if isinstance(operand, Struct):
+            if node[2][0] == "lit" and type(node[2][1]) is str:
+                return self._field(node, operand, node[2][1])
+            return DYN
+        if isinstance(operand, tuple) and operand[0] == "list":
+            if key not in (DYN, "int", "uint"):
+                raise self.fail(node, f"a list index must be an int, not a {show(key)}")
+            return operand[1]
+        if isinstance(operand, tuple) and operand[0] == "map":
+            return operand[2]
+        if operand == "optional":
+            return "optional"
+        raise self.fail(node, f"a {show(operand)} cannot be indexed")
+
+    def _optitem(self, node: tuple, scope: Mapping) -> Any:
+        kind = self.check(node[1], scope)
+        if kind not in (DYN, "optional"):
+            raise self.fail(node, f"`?` takes an optional, not a {show(kind)}")
+        return DYN
+
+    def _optindex(self, node: tuple, scope: Mapping) -> Any:
+        self._index(node, scope)
+        return "optional"
+
+    def _bool(self, node: tuple, kind: Any, what: str) -> None:
+        if kind not in (DYN, "bool"):
+            raise self.fail(node, f"{what} takes a bool, not a {show(kind)}")
+
+    def _not(self, node: tuple, scope: Mapping) -> Any:
+        self._bool(node, self.check(node[1], scope), "!")
+        return "bool"
+
+    def _neg(self, node: tuple, scope: Mapping) -> Any:
+        kind = self.check(node[1], scope)
+        if kind not in (DYN, "int", "double", "quantity"):
+            raise self.fail(node, f"no matching overload for '-' applied to ({show(kind)})")
+        return kind
+
+    def _and(self, node: tuple, scope: Mapping) -> Any:
+        for operand in node[1]:
+            self._bool(operand, self.check(operand, scope), "&&")
+        return "bool"
+
+    _or = _and
+
+    def _cond(self, node: tuple, scope: Mapping) -> Any:
+        self._bool(node, self.check(node[1], scope), "?:")
+        a, b = self.check(node[2], scope), self.check(node[3], scope)
+        return a if show(a) == show(b) else DYN
+
+    def _list(self, node: tuple, scope: Mapping) -> Any:
+        kinds = {show(k): k for k in (self.check(item, scope) for item in node[1])}
+        return ("list", next(iter(kinds.values())) if len(kinds) == 1 else DYN)
+
+    def _map(self, node: tuple, scope: Mapping) -> Any:
+        keys, values = {}, {}
+        for key, value in node[1]:
+            if key[0] == "optitem":  # `{?k: v}`: v is the optional
+                key = key[1]
+                if self.check(value, scope) not in (DYN, "optional"):
+                    raise self.fail(value, "`?` takes an optional value")
+            kind = self.check(key, scope)
+            if kind not in (DYN, "string", "int", "uint", "bool"):
+                raise self.fail(key, f"a {show(kind)} cannot be a map key")
+            keys[show(kind)] = kind
+            kinds = self.check(value, scope)
+            values[show(kinds)] = kinds
+        one = lambda found: next(iter(found.values())) if len(found) == 1 else DYN  # noqa: E731
+        return ("map", one(keys), one(values))
+
+    def _binary(self, node: tuple, scope: Mapping) -> Any:
+        _, op, left_node, right_node = node
+        left, right = self.check(left_node, scope), self.check(right_node, scope)
+        mismatch = self.fail(node, f"no matching overload for {op!r} applied to ({show(left)}, {show(right)})")
+        base = lambda k: k[0] if isinstance(k, tuple) else ("map" if isinstance(k, Struct) else k)  # noqa: E731
+        if op in ("==", "!="):
+            a, b = base(left), base(right)
+            comparable = {a, b} <= _NUMERIC | _QUANTITY_LIKE or a == b or DYN in (a, b) or "null" in (a, b) \
+                or "optional" in (a, b)
+            if not comparable:
+                raise mismatch
+            return "bool"
+        if op == "in":
+            if base(right) not in (DYN, "list", "map"):
+                raise mismatch
+            return "bool"
+        if DYN in (left, right):
+            return "bool" if op in ("<", "<=", ">", ">=") else (right if left == DYN else left)
+        if op in ("<", "<=", ">", ">="):
+            a, b = base(left), base(right)
+            if a == b and a in ("int", "uint", "double", "string", "bytes", "bool", "quantity"):
+                return "bool"
+            if {a, b} <= _NUMERIC | _QUANTITY_LIKE:
+                return "bool"
+            raise mismatch
+        if {left, right} <= _QUANTITY_LIKE:  # aiadmit's quantity-operators extension
+            if op == "%":
+                raise mismatch
+            return "quantity" if "quantity" in (left, right) else "double"
+        if base(left) != base(right):
+            raise mismatch
+        kind = base(left)
+        if op == "+" and kind in ("int", "uint", "double", "string", "bytes", "list"):
+            return left if show(left) == show(right) or kind != "list" else ("list", DYN)
+        if op in ("-", "*", "/") and kind in _NUMERIC:
+            return left
+        if op == "%" and kind in ("int", "uint"):
+            return left
+        raise mismatch
+
+    def _call(self, node: tuple, scope: Mapping) -> Any:
+        _, name, target, args = node
+        if name == "has" and target is None:
+            if len(args) != 1 or args[0][0] != "select":
+                raise self.fail(node, "has() takes one field selection, such as has(container.name)")
+            self._field(args[0], self.check(args[0][1], scope), args[0][2])
+            return "bool"
+        if target is not None and name in _MACROS and args and args[0][0] == "ident":
+            return self._macro(node, name, target, args, scope)
+        if target is not None and name in ("transformList", "transformMap") and len(args) in (3, 4) and \
+                args[0][0] == "ident" and args[1][0] == "ident":
+            self.check(target, scope)
+            inner = dict(scope, **{args[0][1]: DYN, args[1][1]: DYN})
+            kinds = [self.check(part, inner) for part in args[2:]]
+            if len(kinds) == 2:
+                self._bool(args[2], kinds[0], f"{name}()'s filter")
+            return ("list", kinds[-1]) if name == "transformList" else ("map", DYN, kinds[-1])
+        if target is not None and name in ("optMap", "optFlatMap") and len(args) == 2 and args[0][0] == "ident":
+            if self.check(target, scope) not in (DYN, "optional"):
+                raise self.fail(node, f"{name}() takes an optional")
+            self.check(args[1], dict(scope, **{args[0][1]: DYN}))
+            return "optional"
+        if name == "cel.bind":
+            if len(args) != 3 or args[0][0] != "ident":
+                raise self.fail(node, "cel.bind() takes a name, a value and an expression")
+            bound = self.check(args[1], scope)
+            return self.check(args[2], dict(scope, **{args[0][1]: bound}))
+        kinds = [self.check(argument, scope) for argument in ((target,) if target is not None else ()) + args]
+        if name in REFERENCE_ONLY:
+            self.reference_only = True
+            return DYN
+        if name in _CONVERSIONS and target is None and len(kinds) == 1:
+            return _CONVERSIONS[name]
+        if name in _STRING_METHODS and len(kinds) == 2:
+            for argument, kind in zip(((target,) if target is not None else ()) + args, kinds):
+                if kind not in (DYN, "string"):
+                    raise self.fail(argument, f"{name}() takes strings, not a {show(kind)}")
+            return "bool"
+        if name == "size" and target is not None and not args:
+            return "int"
+        function = self.functions.get(name)
+        if function is None:
+            raise self.fail(node, f"undeclared function {name!r}")
+        if function.member is True and target is None:
+            raise self.fail(node, f"{name}() is a method: write x.{name}(...)")
+        if function.member is False and target is not None:
+            raise self.fail(node, f"{name}() is a global function: write {name}(x, ...)")
+        shapes = [shape for shape in function.args if len(shape) == len(kinds)]
+        if not shapes:
+            counts = sorted({len(shape) - (target is not None) for shape in function.args})
+            raise self.fail(node, f"{name}() takes {' or '.join(map(str, counts))} argument(s), "
+                                  f"not {len(kinds) - (target is not None)}")
+        if not any(all(_accepts(kind, wanted) for kind, wanted in zip(kinds, shape)) for shape in shapes):
+            raise self.fail(node, f"no matching overload for {name}() applied to "
+                                  f"({', '.join(show(k) for k in kinds)})")
+        if function.pattern is not None:
+            argument = (((target,) if target is not None else ()) + args)[function.pattern]
+            if argument[0] == "lit" and type(argument[1]) is str:
+                try:
+                    function.check_pattern(argument[1])
+                except Exception as exc:  # what RE2 rejects (look-behind, back-references) fails the load
+                    raise self.fail(argument, str(exc)) from None
+        if function.result is None and name in ("sum", "min", "max") and isinstance(kinds[0], tuple):
+            return kinds[0][1]
+        return function.result if function.result is not None else DYN
+
+    def _macro(self, node: tuple, name: str, target: tuple, args: tuple, scope: Mapping) -> Any:
+        over = self.check(target, scope)
+        if over == DYN or over == "optional":
+            element, key = DYN, DYN
+        elif isinstance(over, tuple) and over[0] == "list":
+            element, key = over[1], "int"
+        elif isinstance(over, tuple) and over[0] == "map":
+            element, key = over[1], over[1]
+        elif isinstance(over, Struct):
+            element, key = "string", "string"
+        else:
+            raise self.fail(node, f"{name}() needs a list or a map, not a {show(over)}")
+        two = name != "map" and len(args) == 3 and args[1][0] == "ident"  # (index or key, value, body)
+        if two:
+            value = over[2] if isinstance(over, tuple) and over[0] == "map" else element
+            inner = dict(scope, **{args[0][1]: key, args[1][1]: value})
+            body = args[2:]
+        else:
+            inner = dict(scope, **{args[0][1]: element})
+            body = args[1:]
+        if len(body) not in ((1, 2) if name == "map" else (1,)):
+            raise self.fail(node, f"{name}() takes a variable name and an expression")
+        kinds = [self.check(part, inner) for part in body]
+        if name in ("all", "exists", "exists_one", "existsOne"):
+            self._bool(body[-1], kinds[-1], f"{name}()")
+            return "bool"
+        if name == "filter":
+            self._bool(body[-1], kinds[-1], "filter()")
+            return ("list", element)
+        if len(body) == 2:
+            self._bool(body[0], kinds[0], "map()'s filter")
+        return ("list", kinds[-1])
+
+
+def check(tree: tuple, positions: Mapping[int, int], declarations: Optional[Mapping[str, Any]],
+          functions: Mapping[str, Any], lenient: bool = False) -> Checker:
+    """Check a parsed tree; CheckError (with the offset) on the first problem. The Checker says what it read."""
+    if depth(tree) > MAX_DEPTH:
+        raise CheckError(f"expression nested deeper than {MAX_DEPTH} levels: split it (variables, or several rules)",
+                         0)
+    checker = Checker(positions, declarations or {}, functions, lenient)
+    checker.type = checker.check(tree)
+    return checker

@@ -1,0 +1,404 @@
+"""The functions a rule may call: each with its origin, its arities and argument kinds, and its implementation.
+
+Why one table: the checker (cel/checker.py) rejects an unknown function or a
+wrong arity at load from it, the compiler calls the implementation, and
+docs/policy-language.md lists it with its origin, so the three never disagree.
+Origins: `cel` (the CEL standard and cel-go's extensions Kubernetes enables:
+strings, lists, sets, math, optional, bind), `kubernetes` (the Kubernetes CEL
+libraries: quantity, lists, regex), `aiadmit` (aiadmit's own extension library,
+not portable to a ValidatingAdmissionPolicy). CEL turns `x.f(a)` into `f(x, a)`,
+so a method and a global function share an implementation; `member` says which
+call forms are allowed. Regular expressions are RE2 (google-re2): linear time,
+Kubernetes' syntax (`\\z` accepted, look-behind rejected).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable, Optional
+
+import re2
+
+from webhook.cel import strings as st
+from webhook.cel import timestamps as ts
+from webhook.cel.parser import INT64_MAX, INT64_MIN, UInt
+from webhook.cel.runtime import EvalError, equals, less, overload, Optional as Opt, NONE, MAX_SIZE
+from webhook.k8s.quotascope import quota_selects
+from webhook.model.quantity import QuantityError, format_bytes, parse_quantity
+
+
+@dataclass(frozen=True)
+class Function:
+    """One function: `args` are the kinds of its arguments, receiver first (`any`, `string`, `int`, `number`,
+    `list`, `map`, `quantity`, `bool`, `optional`), one tuple per accepted arity; `result` its type (or None: dyn)."""
+
+    name: str
+    origin: str  # cel | kubernetes | aiadmit
+    args: tuple[tuple[str, ...], ...]
+    result: Optional[Any]
+    call: Callable[..., Any]
+    member: Optional[bool] = None  # True: only x.f(...); False: only f(...); None: both
+    doc: str = ""
+    pattern: Optional[int] = None  # the argument (receiver first) that is a regular expression: checked at load
+
+    @staticmethod
+    def check_pattern(pattern: str) -> None:
+        regex(pattern)
+
+
+_QUANTITIES: dict[str, float] = {}  # "48Gi" -> 51539607552.0: pods repeat a few dozen sizes
+
+
+def quantity(value: Any) -> float:
+    """Kubernetes' quantity(): the value in base units (carried as a double, see docs)."""
+    if type(value) is str:
+        found = _QUANTITIES.get(value)
+        if found is not None:
+            return found
+    elif type(value) not in (int, float) or type(value) is bool:
+        raise overload("quantity", value)
+    try:
+        parsed = float(parse_quantity(value))
+    except QuantityError as exc:
+        raise EvalError(str(exc)) from None
+    if type(value) is str and len(_QUANTITIES) < 4096:
+        _QUANTITIES[value] = parsed
+    return parsed
+
+
+def _is_quantity(value: Any) -> bool:
+    if type(value) is not str:
+        raise overload("isQuantity", value)
+    try:
+        parse_quantity(value)
+    except QuantityError:
+        return False
+    return True
+
+
+def _q(value: Any, name: str) -> float:
+    if type(value) is float:
+        return value
+    if type(value) is int:  # `add(1)`: Kubernetes' int overloads
+        return float(value)
+    raise overload(name, value)
+
+
+def _compare(a: Any, b: Any) -> int:
+    if type(a) is not float or type(b) is not float:  # the common case first: both quantities (doubles)
+        a, b = _q(a, "compareTo"), _q(b, "compareTo")
+    return (a > b) - (a < b)
+
+
+def _sign(q: Any) -> int:
+    if type(q) is not float:
+        q = _q(q, "sign")
+    return (q > 0.0) - (q < 0.0)
+
+
+def _is_integer(q: Any) -> bool:
+    if type(q) is not float:
+        q = _q(q, "isInteger")
+    return q.is_integer() and -9.223372036854775808e18 <= q < 9.223372036854775808e18
+
+
+def _as_integer(value: Any) -> int:
+    value = _q(value, "asInteger")
+    if not value.is_integer() or not (INT64_MIN <= value <= INT64_MAX):
+        raise EvalError("cannot convert value to integer: the quantity is not an int64")  # as Kubernetes
+    return int(value)
+
+
+@lru_cache(maxsize=1024)
+def regex(pattern: str) -> Any:
+    """The RE2 program of a pattern (cached: rules repeat a few); EvalError for what RE2 rejects."""
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        reason = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
+        raise EvalError(f"invalid regular expression {pattern!r} (RE2): {reason}") from None
+
+
+_MATCHED: dict[tuple[str, str], bool] = {}  # (pattern, text) -> answer: google-re2's Python wrapper costs ~20 µs
+# a call, and reviews ask the same few questions (this image against the digest pattern) again and again
+
+
+def matches(text: Any, pattern: Any) -> bool:
+    if type(text) is not str or type(pattern) is not str:
+        raise overload("matches", text, pattern)
+    key = (pattern, text)
+    found = _MATCHED.get(key)
+    if found is None:
+        found = regex(pattern).search(text) is not None
+        if len(text) <= 1024:
+            if len(_MATCHED) >= 8192:
+                _MATCHED.clear()
+            _MATCHED[key] = found
+    return found
+
+
+def _find(text: Any, pattern: Any) -> str:
+    if type(text) is not str or type(pattern) is not str:
+        raise overload("find", text, pattern)
+    found = regex(pattern).search(text)
+    return "" if found is None else found.group(0)
+
+
+def _find_all(text: Any, pattern: Any, limit: Any = -1) -> list:
+    if type(text) is not str or type(pattern) is not str or type(limit) is not int:
+        raise overload("findAll", text, pattern, limit)
+    out = []
+    for found in regex(pattern).finditer(text):
+        if 0 <= limit <= len(out):
+            break
+        out.append(found.group(0))
+    return out
+
+
+def _list(value: Any, name: str) -> list:
+    if type(value) is list:
+        return value
+    raise overload(name, value)
+
+
+def _sum(items: Any) -> Any:
+    items = _list(items, "sum")
+    if not items:
+        return 0  # Kubernetes: an empty list sums to int 0
+    kind = type(items[0])
+    if kind not in (int, float, UInt):
+        raise overload("sum", items)
+    total = items[0]
+    for item in items[1:]:
+        if type(item) is not kind:
+            raise overload("sum", items)
+        total += item
+    if kind is int and not (INT64_MIN <= total <= INT64_MAX):
+        raise EvalError("int overflow")
+    return UInt(total) if kind is UInt else total
+
+
+def _extreme(items: Any, name: str, pick: str) -> Any:
+    items = _list(items, name)
+    if not items:
+        raise EvalError(f"{name}() of an empty list")
+    best = items[0]
+    for item in items[1:]:
+        if less(item, best, pick):
+            best = item
+    return best
+
+
+def _is_sorted(items: Any) -> bool:
+    items = _list(items, "isSorted")
+    return all(not less(b, a, "<") for a, b in zip(items, items[1:]))
+
+
+def _index_of(target: Any, item: Any, start: Any = None) -> int:
+    if type(target) is str:
+        return st.index_of(target, item, start)
+    items = _list(target, "indexOf")
+    for position, candidate in enumerate(items):
+        if equals(candidate, item):
+            return position
+    return -1
+
+
+def _last_index_of(target: Any, item: Any, start: Any = None) -> int:
+    if type(target) is str:
+        return st.last_index_of(target, item, start)
+    items = _list(target, "lastIndexOf")
+    for position in range(len(items) - 1, -1, -1):
+        if equals(items[position], item):
+            return position
+    return -1
+
+
+def _greatest_least(name: str, pick: str) -> Callable[..., Any]:
+    def call(*values: Any) -> Any:
+        if len(values) == 1 and type(values[0]) is list:
+            values = tuple(values[0])
+        if not values or any(type(v) not in (int, float, UInt) for v in values):
+            raise overload(name, *values)
+        return _extreme(list(values), name, pick)
+    return call
+
+
+def _set(name: str, test: Callable[[list, list], bool]) -> Callable[[Any, Any], bool]:
+    def call(a: Any, b: Any) -> bool:
+        return test(_list(a, name), _list(b, name))
+    return call
+
+
+def _has_all(a: list, b: list) -> bool:
+    return all(any(equals(x, y) for y in a) for x in b)
+
+
+def _glob(value: Any, patterns: Any) -> bool:
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    if type(value) is not str or type(patterns) is not list:
+        raise overload("glob", value, patterns)
+    return any(fnmatch.fnmatchcase(value, p) for p in patterns)
+
+
+def _join(items: Any, sep: Any = "") -> str:
+    items = _list(items, "join")
+    if type(sep) is not str:  # aiadmit's join() formats numbers too (messages join quantities); Kubernetes' not
+        raise overload("join", items, sep)
+    out = sep.join(item if type(item) is str else _display(item) for item in items)
+    if len(out) > MAX_SIZE:
+        raise EvalError(f"join() result larger than {MAX_SIZE} characters")
+    return out
+
+
+def _display(value: Any) -> str:
+    if type(value) is float and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _opt_value(value: Any) -> Any:
+    if type(value) is not Opt:
+        raise overload("value", value)
+    if value is NONE:
+        raise EvalError("optional.none() has no value")
+    return value.value
+
+
+def _has_value(value: Any) -> bool:
+    if type(value) is not Opt:
+        raise overload("hasValue", value)
+    return value is not NONE
+
+
+def _or_value(value: Any, default: Any) -> Any:
+    if type(value) is not Opt:
+        raise overload("orValue", value)
+    return default if value is NONE else value.value
+
+
+def _or(value: Any, other: Any) -> Any:
+    if type(value) is not Opt or type(other) is not Opt:
+        raise overload("or", value, other)
+    return other if value is NONE else value
+
+
+def _of_non_zero(value: Any) -> Any:
+    zero = value is None or value is False or (type(value) in (int, float, UInt, str, bytes, list, dict) and not value)
+    return NONE if zero else Opt(value)
+
+
+def _maxof(a: Any, b: Any) -> Any:
+    return a if not less(a, b, "<") else b
+
+
+def _minof(a: Any, b: Any) -> Any:
+    return a if not less(b, a, "<") else b
+
+
+def _f(name, origin, args, result, call, member=None, doc="", pattern=None):
+    return Function(name, origin, args, result, call, member, doc, pattern)
+
+
+_A = "any"
+FUNCTIONS: dict[str, Function] = {f.name: f for f in (
+    # Kubernetes: quantity library
+    _f("quantity", "kubernetes", (("any",),), "quantity", quantity, False,
+       "of a string (Kubernetes); of a number (YAML's `cpu: 2`) is aiadmit's"),
+    _f("isQuantity", "kubernetes", (("string",),), "bool", _is_quantity, False),
+    _f("isGreaterThan", "kubernetes", (("quantity", "quantity"),), "bool", lambda a, b: _compare(a, b) > 0, True),
+    _f("isLessThan", "kubernetes", (("quantity", "quantity"),), "bool", lambda a, b: _compare(a, b) < 0, True),
+    _f("compareTo", "kubernetes", (("quantity", "quantity"),), "int", _compare, True),
+    _f("asApproximateFloat", "kubernetes", (("quantity",),), "double", lambda q: _q(q, "asApproximateFloat"), True),
+    _f("asInteger", "kubernetes", (("quantity",),), "int", _as_integer, True),
+    _f("isInteger", "kubernetes", (("quantity",),), "bool", _is_integer, True),
+    _f("sign", "kubernetes", (("quantity",),), "int", _sign, True),
+    _f("add", "kubernetes", (("quantity", "number"),), "quantity",
+       lambda a, b: _q(a, "add") + _q(b, "add"), True),
+    _f("sub", "kubernetes", (("quantity", "number"),), "quantity",
+       lambda a, b: _q(a, "sub") - _q(b, "sub"), True),
+    # Kubernetes: lists library
+    _f("sum", "kubernetes", (("list",),), None, _sum, None,
+       "as a method (Kubernetes); `sum(list)` is the aiadmit spelling"),
+    _f("min", "kubernetes", (("list",),), None, lambda items: _extreme(items, "min", "<"), True),
+    _f("max", "kubernetes", (("list",),), None, lambda items: _extreme(items, "max", ">"), True),
+    _f("isSorted", "kubernetes", (("list",),), "bool", _is_sorted, True),
+    _f("indexOf", "kubernetes", ((_A, _A), ("string", "string", "int")), "int", _index_of, True,
+       "lists (Kubernetes) and strings (cel-go strings extension)"),
+    _f("lastIndexOf", "kubernetes", ((_A, _A), ("string", "string", "int")), "int", _last_index_of, True),
+    # Kubernetes: regex library (and CEL's matches), RE2
+    _f("matches", "cel", (("string", "string"),), "bool", matches, pattern=1),
+    _f("find", "kubernetes", (("string", "string"),), "string", _find, True, pattern=1),
+    _f("findAll", "kubernetes", (("string", "string"), ("string", "string", "int")), ("list", "string"),
+       _find_all, True, pattern=1),
+    # cel-go strings extension (Kubernetes enables it)
+    _f("charAt", "cel", (("string", "int"),), "string", st.char_at, True),
+    _f("replace", "cel", (("string", "string", "string"), ("string", "string", "string", "int")), "string",
+       st.replace, True),
+    _f("split", "cel", (("string", "string"), ("string", "string", "int")), ("list", "string"), st.split, True),
+    _f("substring", "cel", (("string", "int"), ("string", "int", "int")), "string", st.substring, True),
+    _f("trim", "cel", (("string",),), "string", st.trim, True),
+    _f("upperAscii", "cel", (("string",),), "string", st.upper_ascii, True),
+    _f("lowerAscii", "cel", (("string",),), "string", st.lower_ascii, None,
+       "as a method (cel-go); `lowerAscii(s)` is the aiadmit spelling"),
+    _f("reverse", "cel", (("string",),), "string", st.reverse, True),
+    _f("join", "cel", (("list",), ("list", "string")), "string", _join, None,
+       "as a method (cel-go); `join(list, sep)` and joining non-strings are aiadmit's"),
+    _f("strings.quote", "cel", (("string",),), "string", st.quote, False),
+    _f("format", "cel", (("string", "list"),), "string", st.format_, True),
+    # cel-go sets and math extensions
+    _f("sets.contains", "cel", (("list", "list"),), "bool", _set("sets.contains", _has_all), False),
+    _f("sets.equivalent", "cel", (("list", "list"),), "bool",
+       _set("sets.equivalent", lambda a, b: _has_all(a, b) and _has_all(b, a)), False),
+    _f("sets.intersects", "cel", (("list", "list"),), "bool",
+       _set("sets.intersects", lambda a, b: any(any(equals(x, y) for y in b) for x in a)), False),
+    _f("math.greatest", "cel", tuple((_A,) * n for n in range(1, 9)), None, _greatest_least("math.greatest", ">"),
+       False),
+    _f("math.least", "cel", tuple((_A,) * n for n in range(1, 9)), None, _greatest_least("math.least", "<"), False),
+    _f("math.abs", "cel", (("number",),), None, st.math_abs, False),
+    _f("math.sign", "cel", (("number",),), None, st.math_sign, False),
+    _f("math.ceil", "cel", (("double",),), "double", st.math_round("ceil"), False),
+    _f("math.floor", "cel", (("double",),), "double", st.math_round("floor"), False),
+    _f("math.round", "cel", (("double",),), "double", st.math_round("round"), False),
+    _f("math.trunc", "cel", (("double",),), "double", st.math_round("trunc"), False),
+    _f("math.isNaN", "cel", (("double",),), "bool", lambda x: st.need_double(x, "isNaN") != x, False),
+    _f("math.isInf", "cel", (("double",),), "bool", lambda x: abs(st.need_double(x, "isInf")) == float("inf"),
+       False),
+    _f("math.isFinite", "cel", (("double",),), "bool",
+       lambda x: abs(st.need_double(x, "isFinite")) != float("inf") and x == x, False),
+    *(_f(name, "cel", ((_A, _A),) if name not in ("math.bitNot",) else ((_A,),), None, call, False)
+      for name, call in st.BITS.items()),
+    _f("math.sqrt", "cel", (("number",),), "double", st.math_sqrt, False),
+    # CEL standard: timestamps and durations (natively, cel/timestamps.py)
+    _f("timestamp", "cel", ((_A,),), None, ts.timestamp, False),
+    _f("duration", "cel", (("string",),), None, ts.duration, False),
+    *(_f(name, "cel", ((_A,), (_A, "string")), "int", call, True) for name, call in ts.GETTERS.items()),
+    # cel-go optional types
+    _f("optional.of", "cel", ((_A,),), "optional", Opt, False),
+    _f("optional.none", "cel", ((),), "optional", lambda: NONE, False),
+    _f("optional.ofNonZeroValue", "cel", ((_A,),), "optional", _of_non_zero, False),
+    _f("hasValue", "cel", (("optional",),), "bool", _has_value, True),
+    _f("value", "cel", (("optional",),), None, _opt_value, True),
+    _f("orValue", "cel", (("optional", _A),), None, _or_value, True),
+    _f("or", "cel", (("optional", "optional"),), "optional", _or, True),
+    # aiadmit's extension library: not portable to a ValidatingAdmissionPolicy
+    _f("formatBytes", "aiadmit", (("number",),), "string", lambda n: format_bytes(int(n)), False),
+    _f("glob", "aiadmit", (("string", _A),), "bool", _glob, False),
+    _f("maxOf", "aiadmit", ((_A, _A),), None, _maxof, False),
+    _f("minOf", "aiadmit", ((_A, _A),), None, _minof, False),
+    _f("least", "aiadmit", (("list",), ("list", _A)), None,
+       lambda items, default=None: _extreme(items, "least", "<") if _list(items, "least") else default, False),
+    _f("greatest", "aiadmit", (("list",), ("list", _A)), None,
+       lambda items, default=None: _extreme(items, "greatest", ">") if _list(items, "greatest") else default, False),
+    _f("quotaSelects", "aiadmit", ((_A, _A), (_A, _A, _A)), "bool", quota_selects, False,
+       "the API server's ResourceQuota scope matching"),
+)}
+
+# What the reference library (the fallback) is given: plain callables by name (no namespaced names: it has its own)
+CALLABLES: dict[str, Callable[..., Any]] = {name: f.call for name, f in FUNCTIONS.items() if "." not in name}

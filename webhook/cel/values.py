@@ -1,0 +1,66 @@
+"""The values CEL has beyond JSON's, and its error: optionals, a policy's lazy `variables`, EvalError.
+
+Kept apart from runtime.py (the operators) so that each module stays one job; runtime re-exports them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class EvalError(Exception):
+    """A CEL evaluation error: an error value that reached the top of the expression."""
+
+
+class Unsupported(Exception):
+    """The expression uses CEL this compiler does not implement; the reference library runs it."""
+
+
+class Optional:
+    """A CEL optional (`x.?f`, `optional.of(v)`): `value`, or none when it is the NONE instance."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "optional.none()" if self is NONE else f"optional.of({self.value!r})"
+
+
+NONE = Optional(None)
+
+
+class Variables:
+    """A policy's `variables` in one binding: each evaluated on first read, at most once, then kept (VAP's
+    semantics); an error is kept too, and raised wherever the variable is read."""
+
+    __slots__ = ("programs", "context", "values")
+
+    def __init__(self, programs: dict, context: Any):
+        self.programs, self.context, self.values = programs, context, {}
+
+    def get(self, name: str) -> Any:
+        found = self.values.get(name, _UNSET)
+        if found is _UNSET:
+            program = self.programs.get(name)
+            if program is None:
+                raise EvalError(f"no such variable: {name}")
+            try:
+                found = program.run(self.context)
+            except Exception as exc:  # noqa: BLE001 - kept, and raised at every read
+                found = _Failed(exc)
+            self.values[name] = found
+        if type(found) is _Failed:
+            raise found.error
+        return found
+
+
+class _Failed:
+    __slots__ = ("error",)
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+
+_UNSET = object()

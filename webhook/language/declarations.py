@@ -1,0 +1,54 @@
+"""What a rule may read, by level: every variable the engine binds (engine/binding.py), with its type.
+
+Why declared: a rule that names something the engine never binds (`contaner`,
+`workload.knd`) cannot pass or fail on any data, only error, and errors fail
+closed; so it must not load (cel/checker.py reports it with file:line:col).
+JSON-shaped Kubernetes objects are `dyn` (their fields are whatever the API
+server accepted); aiadmit's own variables are closed structs, so a misspelt
+field of `workload`, `cluster` or a `templates` item is caught too.
+A rule's level is its target: `object` (once per resource), `pod` (per pod
+template), `container` (per container; a container policy's pod-level rule is
+at `pod`). Mutations are at their target as well.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from webhook.cel.checker import DYN, Struct
+
+_STRINGS = ("list", "string")
+_LABELS = ("map", "string", DYN)
+
+WORKLOAD = Struct("workload", {
+    "kind": "string", "name": "string", "namespace": "string", "labels": _LABELS, "annotations": _LABELS,
+    "classes": _STRINGS, "role": "string", "tier": "string", "devices": _STRINGS, "podCount": "int",
+})
+TEMPLATE = Struct("a templates item", {
+    "name": "string", "podCount": "int", "hasPodSpec": "bool", "spec": DYN, "metadata": DYN,
+    "containers": ("list", DYN),
+})
+CLUSTER = Struct("cluster", {
+    "namespace": DYN, "resourceQuotas": ("list", DYN), "priorityClasses": ("map", "string", DYN),
+    "runtimeClasses": _STRINGS, "hpaTarget": DYN,
+})
+
+# ValidatingAdmissionPolicy's names beside aiadmit's: `object`, `oldObject` (null: aiadmit judges the object as
+# it would be admitted, and an audit has no old object), `request` (what aiadmit knows of the admission request:
+# kind, name, namespace, operation, uid), `namespaceObject` (the namespace with its labels, when the facts know it).
+OBJECT = {"object": DYN, "oldObject": DYN, "request": DYN, "namespaceObject": DYN,
+          "workload": WORKLOAD, "templates": ("list", TEMPLATE), "cluster": CLUSTER}
+POD = dict(OBJECT, pod=DYN, podMeta=DYN, template="string", templateDevices=_STRINGS)
+# `containerName`: the container's name, else its field (KServe's `sklearn`, a TrainJob's `trainer`), else its
+# place (`containers[0]`): what a message says, without `has(container.name) ? container.name : containerType`.
+# `injected`: what the kind's operator adds to the container (kinds.yaml `injects`), a list of maps.
+CONTAINER = dict(POD, container=DYN, containerType="string", containerName="string", injected=("list", DYN))
+LEVELS = {"object": OBJECT, "pod": POD, "container": CONTAINER}
+
+
+def for_level(level: str, variables: Optional[Struct] = None) -> dict:
+    """The declarations of a rule or mutation at `level` (object, pod or container), with the policy's named
+    `variables` readable at that level, if any."""
+    if variables is None:
+        return LEVELS[level]
+    return dict(LEVELS[level], variables=variables)
