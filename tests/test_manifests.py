@@ -130,7 +130,8 @@ def test_webhook_rules_cover_the_kinds_table_exactly(rendered):
         assert resource, f"kind {key[1]} (group {key[0]!r}): neither a known built-in nor a CRD in {SHARED_CRDS}"
         expected.add((key[0], resource))
     for kind, hooks in webhooks(rendered["base"]).items():
-        want = expected | ({("autoscaling", "horizontalpodautoscalers")} if kind.startswith("Validating") else set())
+        want = expected | ({("autoscaling", "horizontalpodautoscalers"), ("", "pods/ephemeralcontainers")}
+                           if kind.startswith("Validating") else set())
         (hook,) = hooks
         got = set()
         for rule in hook["rules"]:

@@ -24,7 +24,7 @@ import fnmatch
 from typing import Optional
 
 from webhook.engine.core import Engine
-from webhook.inputs.review import CHECKED_OPERATIONS, SKIPPED_OPERATIONS, resource_of
+from webhook.inputs.review import CHECKED_OPERATIONS, CHECKED_SUBRESOURCES, SKIPPED_OPERATIONS, resource_of
 from webhook.k8s.workload import ShapeError, build_workload
 from webhook.model.facts import ClusterFacts
 from webhook.model.findings import Finding
@@ -33,9 +33,15 @@ from webhook.outputs.response import (Outcome, allow, deny, deny_message, fit_wa
 
 
 def _precheck(request: dict) -> Optional[Outcome]:
-    """The answer for requests that need no policy: DELETE, CONNECT, subresources, and broken ones."""
+    """The answer for requests that need no policy: DELETE, CONNECT, subresources, and broken ones.
+
+    One subresource is checked: `ephemeralcontainers` (kubectl debug) adds containers to a running pod, and the
+    object of that request is the whole pod with them, so the policies that take ephemeral containers judge it;
+    its UPDATE compares with the old pod, so only what the debug container brings is denied.
+    """
     operation = request.get("operation")
-    if operation in SKIPPED_OPERATIONS or request.get("subResource"):
+    sub = request.get("subResource")
+    if operation in SKIPPED_OPERATIONS or (sub and sub not in CHECKED_SUBRESOURCES):
         return allow(request, "skipped")
     if operation not in CHECKED_OPERATIONS:
         return deny(request, f"aiadmit: unsupported operation {operation!r}", code=400, outcome="invalid")

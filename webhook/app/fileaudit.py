@@ -2,7 +2,7 @@
 
 Loading (libyaml plus Python object building) and evaluating are both
 CPU-bound Python, so one process uses one core. Files are independent except
-for the cluster facts an offline audit takes from the whole input (Namespaces,
+for the cluster facts an offline audit takes from the whole input (Namespaces, ConfigMaps, Secrets,
 ResourceQuotas, PriorityClasses, RuntimeClasses). Those kinds are rare, so the
 parent finds the files that may hold them with a cheap text scan (a superset:
 a false hit only costs loading that file twice), loads just those to build the
@@ -28,9 +28,11 @@ from webhook.inputs.sources import Loaded, load_text, read_text
 # A file worth more than this many bytes of text per process before forking pays.
 MIN_BYTES_PER_JOB = 128 * 1024
 _DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
-_FACT_NAMES = ("Namespace", "ResourceQuota", "PriorityClass", "RuntimeClass", "HorizontalPodAutoscaler")
+_FACT_NAMES = ("Namespace", "ResourceQuota", "PriorityClass", "RuntimeClass", "HorizontalPodAutoscaler", "ConfigMap",
+               "Secret")
 _FACT_KIND = re.compile(r"""\bkind["']?\s*:\s*(?:!!str\s+)?["']?"""
-                        r"""(Namespace|ResourceQuota|PriorityClass|RuntimeClass|HorizontalPodAutoscaler)\b""")
+                        r"""(Namespace|ResourceQuota|PriorityClass|RuntimeClass|HorizontalPodAutoscaler|ConfigMap"""
+                        r"""|Secret)\b""")
 
 
 def _fact_documents(text: str, path: str) -> list[Resource]:

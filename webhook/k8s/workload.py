@@ -11,7 +11,7 @@ import fnmatch
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 import yaml
 
@@ -234,6 +234,31 @@ def _check_container(container: dict, pointer: str, rename: dict[str, str]) -> N
             raise ShapeError(f"{pointer}/{str_list}", f"{str_list} must be a list of strings")
 
 
+def check_metadata(metadata: Any, pointer: str) -> None:
+    """ShapeError unless `metadata` (when present) is a map whose labels and annotations are maps of strings.
+
+    Tier, role, notebook and exemption are read from them: a list or a number there must be an answer naming the
+    field, never a crash, and never "no labels" (which would be a silent pass for whatever they said).
+    """
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict):
+        raise ShapeError(pointer, f"metadata must be a map, not {type(metadata).__name__}")
+    for name in ("labels", "annotations"):
+        value = metadata.get(name)
+        if value is None:
+            continue
+        where = f"{pointer}/{name}"
+        if not isinstance(value, dict):
+            raise ShapeError(where, f"metadata.{name} must be a map of strings, not {type(value).__name__}")
+        for key, item in value.items():
+            if not isinstance(key, str) or not isinstance(item, str):
+                shown = key if isinstance(key, str) else repr(key)
+                raise ShapeError(f"{where}/{jp.escape(str(key))}",
+                                 f"metadata.{name}[{shown}] must be a string, not {type(item).__name__}"
+                                 if isinstance(key, str) else f"metadata.{name} keys must be strings, not {shown}")
+
+
 def _locate(resource: Resource, kind: KindSpec) -> list[PodTemplate]:
     obj = resource.obj
     templates = []
@@ -255,10 +280,11 @@ def _locate(resource: Resource, kind: KindSpec) -> list[PodTemplate]:
             if spec.metadata is not None:
                 metadata_pointer = jp.relative(base, spec.metadata)
                 found = jp.resolve(obj, metadata_pointer)
+                check_metadata(found, metadata_pointer)
                 metadata = found if isinstance(found, dict) else {}
             containers = []
             if pod_spec is not None:
-                for section in ("initContainers", "containers"):
+                for section in ("initContainers", "containers", "ephemeralContainers"):
                     items = _check_list_of_maps(pod_spec.get(section), f"{spec_pointer}/{section}", section)
                     for position, item in enumerate(items):
                         pointer = f"{spec_pointer}/{section}/{position}"
@@ -321,17 +347,31 @@ def template_devices(template: PodTemplate, classification: Classification) -> l
     return sorted(found)
 
 
+def effective_tier(own: Any, namespace: Any, templates: Iterable[Any] = ()) -> Optional[str]:
+    """The tier that governs an object: its namespace's, which its own labels may raise but never lower.
+
+    Only `untrusted` has a meaning to the policies, so raising means: `untrusted` said anywhere (the namespace,
+    the object, one of its pod templates, whose pods will carry it) wins; otherwise the namespace's tier, and the
+    object's own only where the namespace says none (or is not known).
+    """
+    said = [t for t in (namespace, own, *templates) if isinstance(t, str) and t]
+    if "untrusted" in said:
+        return "untrusted"
+    if isinstance(namespace, str) and namespace:
+        return namespace
+    return own if isinstance(own, str) and own else None
+
+
 def build_workload(resource: Resource, classification: Classification,
                    namespace_labels: Optional[dict] = None) -> Optional[Workload]:
     """The workload view of a resource, or None when the kind bears no pods.
 
     Raises ShapeError when a field that aiadmit must read has the wrong type.
     """
+    check_metadata(resource.obj.get("metadata"), "/metadata")  # of every kind: exemptions are read from it
     kind = kind_table().get((resource.group, resource.kind))
     if kind is None:
         return None
-    if not isinstance(resource.obj.get("metadata", {}), dict):
-        raise ShapeError("/metadata", "metadata must be a map")
     templates = _locate(resource, kind)
     devices = _devices(templates, classification)
     claims = any(t.spec and t.spec.get("resourceClaims") for t in templates)
@@ -340,18 +380,23 @@ def build_workload(resource: Resource, classification: Classification,
         classes.add("accelerated")
 
     labels = resource.labels
+    template_labels = [t.metadata.get("labels") or {} for t in templates]
     role = kind.role or (kind.accelerated_role if "accelerated" in classes else None)
-    if role is None and any(classification.notebook_label in (t.metadata.get("labels") or {}) for t in templates):
-        role = "notebook"
-    if resource.kind == "Pod" and classification.notebook_label in labels:
-        role = "notebook"
+    # A notebook by its kind or by the Kubeflow label (on the object or a template) stays one: the role label may
+    # name a role, never take the notebook's away (it would take `untrusted` with it).
+    notebook = role == "notebook" or classification.notebook_label in labels or any(
+        classification.notebook_label in t for t in template_labels)
     override = labels.get(classification.role_label)
-    if override in ROLES:
+    if notebook:
+        role = "notebook"
+    elif override in ROLES:
         role = override
     if role:
         classes.add(role)
 
-    tier = labels.get(classification.tier_label) or (namespace_labels or {}).get(classification.tier_label)
+    tier = effective_tier(labels.get(classification.tier_label),
+                          (namespace_labels or {}).get(classification.tier_label),
+                          [t.get(classification.tier_label) for t in template_labels])
     if tier == "untrusted" or (role == "notebook" and classification.notebooks_are_untrusted):
         classes.add("untrusted")
     if classes & AI_CLASSES:
