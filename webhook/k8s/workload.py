@@ -11,7 +11,7 @@ import fnmatch
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 import yaml
 
@@ -259,11 +259,12 @@ def check_metadata(metadata: Any, pointer: str) -> None:
                                  if isinstance(key, str) else f"metadata.{name} keys must be strings, not {shown}")
 
 
-def _locate(resource: Resource, kind: KindSpec) -> list[PodTemplate]:
+def _locate(resource: Resource, kind: KindSpec, tick: Callable[[], None]) -> list[PodTemplate]:
     obj = resource.obj
     templates = []
     for spec in kind.templates:
         for tokens, owner, bound in _expand(obj, spec.at):
+            tick()
             if not isinstance(owner, dict):
                 continue
             base = jp.tokens_join(tokens)
@@ -287,6 +288,8 @@ def _locate(resource: Resource, kind: KindSpec) -> list[PodTemplate]:
                 for section in ("initContainers", "containers", "ephemeralContainers"):
                     items = _check_list_of_maps(pod_spec.get(section), f"{spec_pointer}/{section}", section)
                     for position, item in enumerate(items):
+                        if not position % 256:
+                            tick()
                         pointer = f"{spec_pointer}/{section}/{position}"
                         _check_container(item, pointer, {})
                         containers.append(Container(item, pointer, section))
@@ -362,17 +365,23 @@ def effective_tier(own: Any, namespace: Any, templates: Iterable[Any] = ()) -> O
     return own if isinstance(own, str) and own else None
 
 
+def no_tick() -> None:
+    return None
+
+
 def build_workload(resource: Resource, classification: Classification,
-                   namespace_labels: Optional[dict] = None) -> Optional[Workload]:
+                   namespace_labels: Optional[dict] = None,
+                   tick: Callable[[], None] = no_tick) -> Optional[Workload]:
     """The workload view of a resource, or None when the kind bears no pods.
 
-    Raises ShapeError when a field that aiadmit must read has the wrong type.
+    Raises ShapeError when a field that aiadmit must read has the wrong type. `tick` is called per template and
+    every 256 containers: the engine's deadline check (an object may have 30,000 containers), raising to stop.
     """
     check_metadata(resource.obj.get("metadata"), "/metadata")  # of every kind: exemptions are read from it
     kind = kind_table().get((resource.group, resource.kind))
     if kind is None:
         return None
-    templates = _locate(resource, kind)
+    templates = _locate(resource, kind, tick)
     devices = _devices(templates, classification)
     claims = any(t.spec and t.spec.get("resourceClaims") for t in templates)
     classes = {"pod"}
