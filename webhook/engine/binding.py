@@ -145,7 +145,9 @@ def env_from(container: dict, scope: Scope) -> dict:
     sources = container.get("envFrom")
     if not isinstance(sources, list) or not sources:
         return _NO_ENV_FROM
-    explicit = {e.get("name") for e in container.get("env") or () if isinstance(e, dict)}
+    env = container.get("env")
+    explicit = {e.get("name") for e in (env if isinstance(env, list) else ())
+                if isinstance(e, dict) and isinstance(e.get("name"), str)}
     found: dict[str, dict] = {}
     unknown: list[str] = []
     for source in sources:

@@ -226,7 +226,7 @@ def _check_container(container: dict, pointer: str, rename: dict[str, str]) -> N
                     parse_quantity(quantity)
                 except QuantityError as exc:
                     raise ShapeError(f"{where}/{section}/{jp.escape(name)}", str(exc)) from None
-    for list_field in ("volumeMounts", "env", "ports"):
+    for list_field in ("volumeMounts", "env", "envFrom", "ports"):
         _check_list_of_maps(container.get(list_field), f"{pointer}/{list_field}", list_field)
     for str_list in ("command", "args"):
         value = container.get(str_list)
