@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import fnmatch
 from functools import partial
-from typing import Any, Optional
+from typing import Optional
 
 from webhook.engine.core import Engine
-from webhook.engine.deadline import check_deadline
+from webhook.engine.deadline import check_deadline, copy_json
 from webhook.inputs.review import CHECKED_OPERATIONS, CHECKED_SUBRESOURCES, SKIPPED_OPERATIONS, resource_of
 from webhook.k8s.workload import ShapeError, build_workload
 from webhook.model.facts import ClusterFacts
@@ -167,7 +167,7 @@ def check_patch(document: dict, operations: list[dict], expected: Optional[dict]
             return f"operation {index}: only well-formed 'add' operations are produced, got {op!r:.120}"
     check_deadline(deadline)
     try:
-        result = _copy_json(document, deadline)
+        result = copy_json(document, deadline)
         for start in range(0, len(operations), _PATCH_CHUNK):
             check_deadline(deadline)
             result = jsonpatch.JsonPatch(operations[start:start + _PATCH_CHUNK]).apply(result, in_place=True)
@@ -178,20 +178,3 @@ def check_patch(document: dict, operations: list[dict], expected: Optional[dict]
         return "applying the patch does not give the object the engine computed"
     return None
 
-
-def _copy_json(value: Any, deadline: Optional[float]) -> Any:
-    """A copy of a JSON value (dicts, lists, scalars), the deadline checked every 4,096 maps: `copy.deepcopy` of a
-    30,000-container pod is a quarter of a second nothing could interrupt."""
-    seen = [0]
-
-    def copy(item: Any) -> Any:
-        if isinstance(item, dict):
-            seen[0] += 1
-            if not seen[0] % 4096:
-                check_deadline(deadline)
-            return {key: copy(inner) for key, inner in item.items()}
-        if isinstance(item, list):
-            return [copy(inner) for inner in item]
-        return item
-
-    return copy(value)

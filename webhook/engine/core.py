@@ -19,7 +19,7 @@ from typing import Any, Iterable, Optional
 from webhook.cel.environment import Activation, new_context
 from webhook.engine import mutation
 from webhook.engine.binding import Scope, bind_resource, enter
-from webhook.engine.deadline import BudgetExceeded, check_deadline
+from webhook.engine.deadline import BudgetExceeded, check_deadline, copy_json
 from webhook.engine.enforcement import Enforcement
 from webhook.engine.planning import Plan, missing_facts, where
 from webhook.k8s.workload import Container, PodTemplate, ShapeError, no_tick, build_workload, kind_table
@@ -247,8 +247,7 @@ class Engine:
     def mutate(self, resource: Resource, facts: Optional[ClusterFacts] = None,
                deadline: Optional[float] = None) -> Mutation:
         """JSON Patch that adds what the matching policies' mutations describe, where it is absent (mutation.py)."""
-        working = copy.deepcopy(resource.obj)
-        check_deadline(deadline)
+        working = copy_json(resource.obj, deadline) if deadline is not None else copy.deepcopy(resource.obj)
         scope, chosen = self.scope(Resource(working, resource.origin), facts, deadline)
         chosen = [p for p in chosen if p.mutations and not self.enforcement.observes_only(p, scope.ceiling)]
         return mutation.mutate(scope, chosen, working, self.config.classification, deadline)

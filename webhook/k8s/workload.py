@@ -15,22 +15,14 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 import yaml
 
+from webhook.k8s.shapes import ShapeError, check_container, check_list_of_maps, check_metadata
 from webhook.model import pointer as jp
-from webhook.model.quantity import QuantityError, parse_quantity
+from webhook.model.quantity import parse_quantity
 from webhook.model.resource import Resource
 
 KINDS_FILE = os.path.join(os.path.dirname(__file__), "kinds.yaml")
 AI_CLASSES = frozenset({"accelerated", "training", "inference", "notebook"})
 ROLES = ("training", "inference", "notebook")
-
-
-class ShapeError(ValueError):
-    """A field of the wrong type where Kubernetes expects a certain shape."""
-
-    def __init__(self, pointer: str, message: str):
-        super().__init__(message)
-        self.pointer = pointer
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -197,68 +189,6 @@ def _count(obj: Any, base: str, rel: Optional[str], default: int = 1) -> int:
     return value
 
 
-def _check_list_of_maps(value: Any, pointer: str, what: str) -> list:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise ShapeError(pointer, f"{what} must be a list, not {type(value).__name__}")
-    for position, item in enumerate(value):
-        if not isinstance(item, dict):
-            raise ShapeError(f"{pointer}/{position}", f"{what} items must be maps, not {type(item).__name__}")
-    return value
-
-
-def _check_container(container: dict, pointer: str, rename: dict[str, str]) -> None:
-    resources_field = rename.get("resources", "resources")
-    resources = container.get(resources_field)
-    if resources is not None:
-        where = f"{pointer}/{jp.escape(resources_field)}"
-        if not isinstance(resources, dict):
-            raise ShapeError(where, f"resources must be a map, not {type(resources).__name__}")
-        for section in ("requests", "limits"):
-            values = resources.get(section)
-            if values is None:
-                continue
-            if not isinstance(values, dict):
-                raise ShapeError(f"{where}/{section}", f"resources.{section} must be a map")
-            for name, quantity in values.items():
-                try:
-                    parse_quantity(quantity)
-                except QuantityError as exc:
-                    raise ShapeError(f"{where}/{section}/{jp.escape(name)}", str(exc)) from None
-    for list_field in ("volumeMounts", "env", "envFrom", "ports"):
-        _check_list_of_maps(container.get(list_field), f"{pointer}/{list_field}", list_field)
-    for str_list in ("command", "args"):
-        value = container.get(str_list)
-        if value is not None and not isinstance(value, list):
-            raise ShapeError(f"{pointer}/{str_list}", f"{str_list} must be a list of strings")
-
-
-def check_metadata(metadata: Any, pointer: str) -> None:
-    """ShapeError unless `metadata` (when present) is a map whose labels and annotations are maps of strings.
-
-    Tier, role, notebook and exemption are read from them: a list or a number there must be an answer naming the
-    field, never a crash, and never "no labels" (which would be a silent pass for whatever they said).
-    """
-    if metadata is None:
-        return
-    if not isinstance(metadata, dict):
-        raise ShapeError(pointer, f"metadata must be a map, not {type(metadata).__name__}")
-    for name in ("labels", "annotations"):
-        value = metadata.get(name)
-        if value is None:
-            continue
-        where = f"{pointer}/{name}"
-        if not isinstance(value, dict):
-            raise ShapeError(where, f"metadata.{name} must be a map of strings, not {type(value).__name__}")
-        for key, item in value.items():
-            if not isinstance(key, str) or not isinstance(item, str):
-                shown = key if isinstance(key, str) else repr(key)
-                raise ShapeError(f"{where}/{jp.escape(str(key))}",
-                                 f"metadata.{name}[{shown}] must be a string, not {type(item).__name__}"
-                                 if isinstance(key, str) else f"metadata.{name} keys must be strings, not {shown}")
-
-
 def _locate(resource: Resource, kind: KindSpec, tick: Callable[[], None]) -> list[PodTemplate]:
     obj = resource.obj
     templates = []
@@ -286,14 +216,14 @@ def _locate(resource: Resource, kind: KindSpec, tick: Callable[[], None]) -> lis
             containers = []
             if pod_spec is not None:
                 for section in ("initContainers", "containers", "ephemeralContainers"):
-                    items = _check_list_of_maps(pod_spec.get(section), f"{spec_pointer}/{section}", section)
+                    items = check_list_of_maps(pod_spec.get(section), f"{spec_pointer}/{section}", section)
                     for position, item in enumerate(items):
                         if not position % 256:
                             tick()
                         pointer = f"{spec_pointer}/{section}/{position}"
-                        _check_container(item, pointer, {})
+                        check_container(item, pointer, {})
                         containers.append(Container(item, pointer, section))
-                _check_list_of_maps(pod_spec.get("volumes"), f"{spec_pointer}/volumes", "volumes")
+                check_list_of_maps(pod_spec.get("volumes"), f"{spec_pointer}/volumes", "volumes")
             rename = dict(spec.rename)
             for extra in spec.containers:
                 pointer = jp.relative(base, extra)
@@ -302,7 +232,7 @@ def _locate(resource: Resource, kind: KindSpec, tick: Callable[[], None]) -> lis
                     continue
                 if not isinstance(item, dict):
                     raise ShapeError(pointer, f"{extra} must be a map")
-                _check_container(item, pointer, rename)
+                check_container(item, pointer, rename)
                 view = item
                 if rename:
                     view = dict(item)
