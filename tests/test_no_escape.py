@@ -229,3 +229,31 @@ def test_request_kind_and_namespace_win_over_the_object(engine):
     outcome = admission.validate(engine, review["request"], facts)
     assert not outcome.response["allowed"]
     assert "untrusted-hardening" in outcome.denied_policies
+
+
+# ------------------------------------------------------------------------------------------------ exemptions recorded
+def test_every_exemption_is_recorded_in_the_evaluation_and_the_review_log(tmp_path, caplog):
+    import logging
+
+    from webhook.app.server import EngineSource, Settings, create_app, setup_logging
+
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\nannotationExemptable: [image-digest]\n"
+                      "exceptions:\n- {name: lab, policies: [untrusted-hardening], namespaces: [tenant], "
+                      "reason: the lab's own nodes}\n")
+    engine = Engine.load(config_path=str(config))
+    pod = escape_pod()
+    pod["metadata"]["annotations"] = {"aiadmit.dev/exempt": "image-digest"}
+    evaluation = engine.evaluate(Resource(pod), OfflineFacts([Resource(namespace())]))
+    assert sorted(evaluation.exemptions) == ["image-digest: annotation aiadmit.dev/exempt",
+                                             "untrusted-hardening: exception 'lab'"]
+    client = create_app(EngineSource(engine, OfflineFacts([Resource(namespace())])), settings=Settings()).test_client()
+    setup_logging()
+    logger = logging.getLogger("aiadmit")
+    logger.addHandler(caplog.handler)
+    try:
+        client.post("/validate", data=__import__("json").dumps(make_review(pod)), content_type="application/json")
+    finally:
+        logger.removeHandler(caplog.handler)
+    fields = [getattr(r, "fields", {}) for r in caplog.records if r.getMessage() == "review"]
+    assert fields and fields[-1]["exempted"] == sorted(evaluation.exemptions)

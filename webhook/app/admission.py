@@ -101,11 +101,12 @@ def validate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None
             warnings.append(warning(finding))
     warnings += [f"aiadmit: {note}" for note in evaluation.notes]
     check_deadline(deadline)
+    exemptions = sorted(evaluation.exemptions)
     if blocking:
         return deny(request, deny_message(resource, blocking, deadline), warnings=fit_warnings(warnings),
-                    findings=findings, denied_policies=sorted({f.policy for f in blocking}))
+                    findings=findings, denied_policies=sorted({f.policy for f in blocking}), exemptions=exemptions)
     fitted = fit_warnings(warnings)
-    return allow(request, "warned" if fitted else "allowed", fitted, findings=findings)
+    return allow(request, "warned" if fitted else "allowed", fitted, findings=findings, exemptions=exemptions)
 
 
 # ---------------------------------------------------------------------- mutate

@@ -233,6 +233,8 @@ def _log(endpoint: str, outcome: responses.Outcome, seconds: float) -> None:
     warned = sorted({f.policy for f in outcome.findings if f.action == "warn"})
     if warned:
         fields["warned"] = warned
+    if outcome.exemptions:  # the audit trail of exemptions: which policy was not checked, and by what
+        fields["exempted"] = outcome.exemptions
     if outcome.problems:
         fields["problems"] = [p[:300] for p in outcome.problems]
     log.info("review", extra={"fields": fields})

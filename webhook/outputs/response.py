@@ -46,6 +46,7 @@ class Outcome:
     patched_policies: list[str] = field(default_factory=list)
     denied_policies: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # internal errors, for the log
+    exemptions: list[str] = field(default_factory=list)  # "policy: by what" (enforcement.exempt), for the log
 
     @property
     def body(self) -> dict:
