@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import time
+import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -65,7 +66,9 @@ def main() -> int:
         try:
             run()
         except Exception as exc:  # the property failed: hypothesis has shrunk and printed the case
-            failures.append(f"{name}: {type(exc).__name__}: {str(exc)[:2000]}")
+            for sub in getattr(exc, "exceptions", [exc]):
+                where = "".join(traceback.format_exception(sub)[-3:])
+                failures.append(f"{name}: {type(sub).__name__}: {str(sub)[:1000]}\n{where[-1500:]}")
         counts["seconds"] = round(time.monotonic() - started, 1)
         figures[name] = dict(counts)
         print(f"{name}: {dict(counts)}", flush=True)

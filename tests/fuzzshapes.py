@@ -197,6 +197,14 @@ ANCHORED = [
 ]
 
 
+try:
+    import yaml as _yaml
+
+    _DUMPER = getattr(_yaml, "CSafeDumper", _yaml.SafeDumper)
+except ImportError:  # pragma: no cover - PyYAML is a dependency of aiadmit
+    _DUMPER = None
+
+
 @st.composite
 def manifests(draw) -> str:
     """A YAML stream: hostile objects as YAML documents, with odd documents (anchors, lists, templates) mixed in."""
@@ -208,7 +216,13 @@ def manifests(draw) -> str:
             documents.append(draw(st.sampled_from(ANCHORED)))
             continue
         obj = draw(hostile_objects())
-        documents.append(yaml.safe_dump(obj, allow_unicode=True, width=10 ** 6))
+        try:
+            documents.append(yaml.dump(obj, Dumper=_DUMPER, allow_unicode=True, width=10 ** 6))
+        except RecursionError:  # PyYAML's representer recurses: nest beyond it as JSON, which is YAML too
+            try:
+                documents.append(json.dumps(obj, allow_nan=True))
+            except (RecursionError, ValueError):
+                documents.append("[" * 3000 + "]" * 3000)
     text = "\n---\n".join(documents)
     if draw(st.integers(min_value=0, max_value=9)) == 0:  # a cut in the middle: broken YAML
         text = text[:draw(st.integers(min_value=0, max_value=len(text)))]
