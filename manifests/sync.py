@@ -65,13 +65,17 @@ def plural(kind: str) -> str:
     return PLURALS.get(kind, kind.lower() + "s")
 
 
-def kind_rules(kinds_file: str = KINDS, extra: list[tuple[str, str]] = ()) -> list[dict]:
-    """Admission rules covering every kind of the table (grouped by API group, in table order)."""
+def kind_rules(kinds_file: str = KINDS, extra: list[tuple[str, str]] = (), subresources: bool = False) -> list[dict]:
+    """Admission rules covering every kind of the table (grouped by API group, in table order); with
+    `subresources`, the subresources the table says are checked too (the validating webhook's)."""
     with open(kinds_file, encoding="utf-8") as handle:
         table = yaml.safe_load(handle)["kinds"]
     groups: dict[str, list[str]] = {}
     for entry in table:
-        groups.setdefault(entry.get("group", ""), []).append(plural(entry["kind"]))
+        resource = plural(entry["kind"])
+        groups.setdefault(entry.get("group", ""), []).append(resource)
+        if subresources:
+            groups[entry.get("group", "")] += [f"{resource}/{sub}" for sub in entry.get("subresources", ())]
     for group, resource in extra:
         groups.setdefault(group, []).append(resource)
     # scope "*": ClusterTrainingRuntime and ClusterServingRuntime are cluster-scoped.
@@ -122,7 +126,8 @@ def replace_blocks(path: str, current: str, what: str, blocks: list[list[str]]) 
 
 def webhooks_text(current: str, kinds_file: str = KINDS) -> str:
     """webhooks.yaml with its rules regenerated: the validating configuration first, then the mutating one."""
-    blocks = [_render_rules(kind_rules(kinds_file, VALIDATE_ONLY), ""), _render_rules(kind_rules(kinds_file), "")]
+    blocks = [_render_rules(kind_rules(kinds_file, VALIDATE_ONLY, subresources=True), ""),
+              _render_rules(kind_rules(kinds_file), "")]
     return replace_blocks(WEBHOOKS, current, "rules", blocks)
 
 

@@ -40,7 +40,7 @@ spec: {template: {spec: {containers: [{name: a, image: x}]}}}
 apiVersion: v1
 kind: Namespace
 metadata: {name: team-a}
---- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}
+--- {apiVersion: v1, kind: Service, metadata: {name: c}}  # not a fact (ConfigMaps are: envFrom)
 --- # a List of quotas
 apiVersion: v1
 kind: List

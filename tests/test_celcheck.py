@@ -22,7 +22,8 @@ from webhook.language.policy import PolicyLoadError
 POLICIES = sorted(name for name in os.listdir(BUILTIN_POLICY_DIR) if name.endswith(".yaml"))
 _NAMES = ("container", "containerType", "pod", "podMeta", "workload", "templates", "templateDevices", "cluster",
           "object", "template", "params", "containerName", "variables")
-_USE = re.compile(r"\b(" + "|".join(_NAMES) + r")\b(?=\s*[.\[)}]|\s*(?:==|!=|\+|,|\)))")
+# a variable, not a field of one (`envFrom.variables` is a field called `variables`)
+_USE = re.compile(r"(?<![.\w])(" + "|".join(_NAMES) + r")\b(?=\s*[.\[)}]|\s*(?:==|!=|\+|,|\)))")
 
 
 def _expression_lines(text: str) -> list[int]:

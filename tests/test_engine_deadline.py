@@ -1,10 +1,12 @@
 """The engine stops between policies once the caller's deadline has passed."""
 
+import json
 import time
 
 import pytest
 
 from webhook.engine.core import BudgetExceeded, Engine
+from webhook.model.facts import NoFacts
 from webhook.model.resource import Resource
 
 GPU_POD = Resource({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"},
@@ -31,3 +33,63 @@ def test_future_deadline_changes_nothing():
 def test_a_pod_no_policy_applies_to_never_checks_the_clock():
     plain = Resource({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
     assert Engine.load().evaluate(plain, deadline=time.monotonic() - 1).findings == []
+
+
+# ------------------------------------------------------------------------------------------------ any object size
+def _huge_pod(containers: int) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "big", "namespace": "t", "labels": {"aiadmit.dev/tier": "untrusted"}},
+            "spec": {"containers": [{"name": f"c{i}", "image": "x", "securityContext": {"privileged": True},
+                                     "resources": {"limits": {"nvidia.com/gpu": 1}}} for i in range(containers)]}}
+
+
+@pytest.fixture(scope="module")
+def full_engine():
+    return Engine.load().prepare()
+
+
+@pytest.mark.parametrize("step", ["validate", "mutate"])
+def test_budget_holds_for_30000_containers(full_engine, step):
+    """Issue 12: 30,000 containers were answered after 8.95 s with an 8 s budget (the deny message was quadratic,
+    workload building, mutation per container and the patch check had no deadline). Budget + 100 ms, each step."""
+    import time as clock
+
+    from serverproc import make_review
+    from webhook.app import admission
+    from webhook.inputs import review as reviews
+    from webhook.inputs.sources import collector_paused
+
+    request = reviews.parse(json.dumps(make_review(_huge_pod(30_000))).encode())
+    budget = 1.5
+    for _ in range(2):  # the whole of each step, and a second time with everything warm
+        # The granularity of the checks, measured without the cyclic collector: its full collections (0.2-0.5 s
+        # on this loaded machine, for the 600,000 maps of the object and its working copy) land anywhere, and the
+        # server's reserve is what covers them (below).
+        with collector_paused():
+            started = clock.monotonic()
+            with pytest.raises(BudgetExceeded):
+                getattr(admission, step)(full_engine, request, NoFacts(), started + budget)
+            overshoot = clock.monotonic() - started - budget
+        # Past the last check: freeing what was built (tens of ms, more on a loaded machine).
+        assert overshoot < 0.25, f"{step} answered {overshoot * 1000:.0f} ms past its budget"
+
+
+def test_server_answers_30000_containers_within_budget(full_engine):
+    import time as clock
+
+    from serverproc import make_review
+    from webhook.app.server import EngineSource, Settings, create_app
+
+    body = json.dumps(make_review(_huge_pod(30_000)))
+    budget = 3.0  # the server keeps a tenth of it for answering: freeing, and the collector's pauses
+    client = create_app(EngineSource(full_engine, NoFacts()),
+                        settings=Settings(budget_seconds=budget, max_body_bytes=1 << 26)).test_client()
+    started = clock.perf_counter()
+    client.post("/nowhere", data=body, content_type="application/json")  # the test client's own cost of the body
+    carrying = clock.perf_counter() - started
+    for path in ("/validate", "/mutate"):
+        started = clock.perf_counter()
+        answer = client.post(path, data=body, content_type="application/json").get_json()
+        took = clock.perf_counter() - started - carrying
+        assert took < budget + 0.1, f"{path}: {took:.3f} s"
+        assert answer["response"]["allowed"] is (path == "/mutate")

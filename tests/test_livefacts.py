@@ -59,6 +59,7 @@ def synced_facts(clock=None):
                                               spec=client.V1PodSpec(containers=[container]))))
     facts.caches["deployments"].replace([wire(deployment)], "14")
     facts.caches["statefulsets"].replace([], "15")
+    facts.caches["configmaps"].replace([wire(client.V1ConfigMap(metadata=meta("env", "ml"), data={"A": "1"}))], "16")
     return facts
 
 

@@ -113,7 +113,8 @@ def test_webhook_rules_cover_the_kinds_table_exactly(rendered):
         assert resource, f"kind {key[1]} (group {key[0]!r}): neither a known built-in nor a CRD in {testdata.CRDS_FILE}"
         expected.add((key[0], resource))
     for kind, hooks in webhooks(rendered["base"]).items():
-        want = expected | ({("autoscaling", "horizontalpodautoscalers"), ("keda.sh", "scaledobjects")}
+        want = expected | ({("autoscaling", "horizontalpodautoscalers"), ("keda.sh", "scaledobjects"),
+                            ("", "pods/ephemeralcontainers")}
                            if kind.startswith("Validating") else set())
         (hook,) = hooks
         got = set()

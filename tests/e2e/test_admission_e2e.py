@@ -29,6 +29,7 @@ VALIDATE, MUTATE = "validate.aiadmit.dev", "mutate.aiadmit.dev"
 DENIED = f'admission webhook "{VALIDATE}" denied the request'
 ENFORCEMENT = "aiadmit.dev/enforcement"
 UNPINNED = "registry.example/train:1.0"
+IMAGE = "registry.example/debug@sha256:" + "0" * 64  # pinned: image-digest has nothing to say
 # The default params of policies/priority-class.yaml: bare GPU pods ("other") may use ai-batch, training jobs
 # ai-training or ai-training-preemptible (the default the mutation sets). Created once for the module; the
 # priority-class test creates ai-training itself, to see it arrive live.
@@ -516,3 +517,44 @@ def test_cluster_audit_reports_the_objects_admitted_under_warn(apiserver, warn_n
     assert ("Deployment", "legacy-serve", "resources-declared", "warn") in found, found
     assert ("Deployment", "legacy-serve", "semantic-readiness", "warn") in found, found
     assert all(f["resource"]["namespace"] == namespace for f in report["findings"])
+
+
+def test_kubectl_debug_cannot_add_a_privileged_container_to_an_untrusted_pod(apiserver, webhook):
+    """Issue 12: the ephemeralcontainers subresource was never sent, so a privileged debug container could be added
+    to any pod. The pod is created before its namespace turns untrusted (it would be denied after); its own
+    violations then count as already present, and only what the debug container brings is judged."""
+    core = client.CoreV1Api(apiserver.api_client)
+    namespace = create_namespace(apiserver, "debug")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "target", "namespace": namespace},
+           "spec": {"containers": [{"name": "app", "image": IMAGE, "resources": {
+               "requests": {"cpu": "1", "memory": "1Gi", "ephemeral-storage": "1Gi"}, "limits": {"memory": "1Gi"}}}]}}
+    core.create_namespaced_pod(namespace, pod)
+    core.patch_namespace(namespace, {"metadata": {"labels": {"aiadmit.dev/tier": "untrusted"}}})
+    privileged = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe", "namespace": namespace},
+                  "spec": {"containers": [{"name": "p", "image": IMAGE, "securityContext": {"privileged": True}}]}}
+
+    def untrusted_seen() -> bool:
+        try:
+            core.create_namespaced_pod(namespace, privileged, dry_run="All")
+        except ApiException as exc:
+            return "untrusted-hardening" in (exc.body or "")
+        return False
+
+    sees(untrusted_seen, f"the webhook to see {namespace} as untrusted")
+    current = core.read_namespaced_pod("target", namespace)
+    current.spec.ephemeral_containers = [client.V1EphemeralContainer(
+        name="debug", image=IMAGE, security_context=client.V1SecurityContext(privileged=True))]
+    with pytest.raises(ApiException) as denied:
+        core.replace_namespaced_pod_ephemeralcontainers("target", namespace, current)
+    assert denied.value.status == 403 and "untrusted-hardening" in denied.value.body
+    assert "debug" in denied.value.body
+    assert not core.read_namespaced_pod("target", namespace).spec.ephemeral_containers
+
+    current = core.read_namespaced_pod("target", namespace)
+    current.spec.ephemeral_containers = [client.V1EphemeralContainer(
+        name="careful", image=IMAGE, security_context=client.V1SecurityContext(
+            privileged=False, allow_privilege_escalation=False, run_as_non_root=True,
+            capabilities=client.V1Capabilities(drop=["ALL"]),
+            seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault")))]
+    core.replace_namespaced_pod_ephemeralcontainers("target", namespace, current)
+    assert [c.name for c in core.read_namespaced_pod("target", namespace).spec.ephemeral_containers] == ["careful"]

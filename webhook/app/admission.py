@@ -21,10 +21,12 @@ What is decided here, and why:
 from __future__ import annotations
 
 import fnmatch
+from functools import partial
 from typing import Optional
 
 from webhook.engine.core import Engine
-from webhook.inputs.review import CHECKED_OPERATIONS, SKIPPED_OPERATIONS, resource_of
+from webhook.engine.deadline import check_deadline, copy_json
+from webhook.inputs.review import CHECKED_OPERATIONS, CHECKED_SUBRESOURCES, SKIPPED_OPERATIONS, resource_of
 from webhook.k8s.workload import ShapeError, build_workload
 from webhook.model.facts import ClusterFacts
 from webhook.model.findings import Finding
@@ -33,9 +35,15 @@ from webhook.outputs.response import (Outcome, allow, deny, deny_message, fit_wa
 
 
 def _precheck(request: dict) -> Optional[Outcome]:
-    """The answer for requests that need no policy: DELETE, CONNECT, subresources, and broken ones."""
+    """The answer for requests that need no policy: DELETE, CONNECT, subresources, and broken ones.
+
+    One subresource is checked: `ephemeralcontainers` (kubectl debug) adds containers to a running pod, and the
+    object of that request is the whole pod with them, so the policies that take ephemeral containers judge it;
+    its UPDATE compares with the old pod, so only what the debug container brings is denied.
+    """
     operation = request.get("operation")
-    if operation in SKIPPED_OPERATIONS or request.get("subResource"):
+    sub = request.get("subResource")
+    if operation in SKIPPED_OPERATIONS or (sub and sub not in CHECKED_SUBRESOURCES):
         return allow(request, "skipped")
     if operation not in CHECKED_OPERATIONS:
         return deny(request, f"aiadmit: unsupported operation {operation!r}", code=400, outcome="invalid")
@@ -79,7 +87,9 @@ def validate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None
         request, engine.config.trusted_controllers)
     blocking: list[Finding] = []
     warnings: list[str] = []
-    for finding in findings:
+    for count, finding in enumerate(findings):
+        if not count % 4096:
+            check_deadline(deadline)  # 30,000 containers make 360,000 findings: this loop too must stop in time
         if finding.blocking:
             if finding.key() in pre_existing:
                 warnings.append(warning(finding, "(already present before this update) "))
@@ -90,19 +100,22 @@ def validate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None
         elif finding.action == "warn" and finding.result in ("fail", "error"):
             warnings.append(warning(finding))
     warnings += [f"aiadmit: {note}" for note in evaluation.notes]
+    check_deadline(deadline)
+    exemptions = sorted(evaluation.exemptions)
     if blocking:
-        return deny(request, deny_message(resource, blocking), warnings=fit_warnings(warnings),
-                    findings=findings, denied_policies=sorted({f.policy for f in blocking}))
+        return deny(request, deny_message(resource, blocking, deadline), warnings=fit_warnings(warnings),
+                    findings=findings, denied_policies=sorted({f.policy for f in blocking}), exemptions=exemptions)
     fitted = fit_warnings(warnings)
-    return allow(request, "warned" if fitted else "allowed", fitted, findings=findings)
+    return allow(request, "warned" if fitted else "allowed", fitted, findings=findings, exemptions=exemptions)
 
 
 # ---------------------------------------------------------------------- mutate
-def _templates_changed(engine: Engine, request: dict) -> bool:
+def _templates_changed(engine: Engine, request: dict, deadline: Optional[float]) -> bool:
     """On UPDATE, whether any pod template differs: only then is adding to it free of a surprise rollout."""
+    tick = partial(check_deadline, deadline)
     try:
-        new = build_workload(resource_of(request, "object"), engine.config.classification)
-        old = build_workload(resource_of(request, "oldObject"), engine.config.classification)
+        new = build_workload(resource_of(request, "object"), engine.config.classification, tick=tick)
+        old = build_workload(resource_of(request, "oldObject"), engine.config.classification, tick=tick)
     except ShapeError:
         return False
     if new is None or old is None:
@@ -121,14 +134,14 @@ def mutate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None,
             early.response["status"]["message"]])
     resource = resource_of(request, "object")
     if request.get("operation") == "UPDATE" and (resource.kind == "Pod" or not isinstance(
-            request.get("oldObject"), dict) or not _templates_changed(engine, request)):
+            request.get("oldObject"), dict) or not _templates_changed(engine, request, deadline)):
         return allow(request, "allowed")
     mutation = engine.mutate(resource, facts, deadline)
     problems = list(mutation.errors)
     warnings = [f"aiadmit: mutation not applied: {e}" for e in mutation.errors]
     if not mutation.operations:
         return allow(request, "allowed", fit_warnings(warnings), problems=problems)
-    trouble = check_patch(resource.obj, mutation.operations, mutation.patched)
+    trouble = check_patch(resource.obj, mutation.operations, mutation.patched, deadline)
     if trouble:
         problems.append(f"patch withheld: {trouble}")
         return allow(request, "error", fit_warnings(warnings + [f"aiadmit: patch withheld: {trouble}"]),
@@ -137,19 +150,32 @@ def mutate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None,
 
 
 # ---------------------------------------------------------------------- patch check
-def check_patch(document: dict, operations: list[dict], expected: Optional[dict] = None) -> Optional[str]:
+_PATCH_CHUNK = 512  # operations applied between two deadline checks
+
+
+def check_patch(document: dict, operations: list[dict], expected: Optional[dict] = None,
+                deadline: Optional[float] = None) -> Optional[str]:
     """None when the patch applies to `document` (the `jsonpatch` library, RFC 6902) and gives `expected`;
-    else why not. The engine only emits `add`; anything else is refused rather than guessed at."""
+    else why not. The engine only emits `add`; anything else is refused rather than guessed at.
+
+    Applied in chunks with the deadline checked between them (BudgetExceeded): a 30,000-container pod makes a
+    60,000-operation patch, seconds of work that must not outlive the time budget."""
     import jsonpatch  # here: only the webhook's /mutate needs it, not every command-line start
 
     for index, op in enumerate(operations):
         if not isinstance(op, dict) or op.get("op") != "add" or not isinstance(op.get("path"), str) \
                 or "value" not in op:
             return f"operation {index}: only well-formed 'add' operations are produced, got {op!r:.120}"
+    check_deadline(deadline)
     try:
-        result = jsonpatch.JsonPatch(operations).apply(document, in_place=False)
+        result = copy_json(document, deadline)
+        for start in range(0, len(operations), _PATCH_CHUNK):
+            check_deadline(deadline)
+            result = jsonpatch.JsonPatch(operations[start:start + _PATCH_CHUNK]).apply(result, in_place=True)
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
         return f"the patch does not apply: {exc}"
+    check_deadline(deadline)
     if expected is not None and result != expected:
         return "applying the patch does not give the object the engine computed"
     return None
+

@@ -13,6 +13,7 @@ policy and action come from the loaded policy set.
 
 from __future__ import annotations
 
+import collections
 import os
 from typing import Optional
 
@@ -69,8 +70,11 @@ class Metrics:
     def observe(self, endpoint: str, outcome, seconds: float) -> None:
         self.requests.labels(endpoint, outcome.operation or "-", outcome.kind or "-", outcome.outcome).inc()
         self.latency.labels(endpoint).observe(seconds)
-        for finding in outcome.findings:
-            self.findings.labels(finding.policy, finding.action, finding.result).inc()
+        # counted first, one labelled increment per (policy, action, result): a 30,000-container object has
+        # 360,000 findings, and a labelled increment each took 0.8 s after the answer was decided (measured)
+        counts = collections.Counter((f.policy, f.action, f.result) for f in outcome.findings)
+        for labels, count in counts.items():
+            self.findings.labels(*labels).inc(count)
         for policy in outcome.patched_policies:
             self.patches.labels(policy).inc()
 

@@ -8,7 +8,7 @@ rebuilt around resources of the parent's own.
 
 Files (`audit_files`): loading (libyaml plus Python object building) is
 CPU-bound too, so each worker loads its own share. Files are independent except
-for the cluster facts an offline audit takes from the whole input (Namespaces,
+for the cluster facts an offline audit takes from the whole input (Namespaces, ConfigMaps, Secrets,
 ResourceQuotas, PriorityClasses, RuntimeClasses). Those kinds are rare, so the
 parent finds the files that may hold them with a cheap text scan (a superset:
 a false hit only costs loading that file twice), loads just those to build the
@@ -87,10 +87,10 @@ def rebuild(resource: Resource, data: tuple) -> Evaluation:
 MIN_BYTES_PER_JOB = 128 * 1024
 _DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
 _FACT_NAMES = ("Namespace", "ResourceQuota", "PriorityClass", "RuntimeClass", "HorizontalPodAutoscaler",
-               "ScaledObject")
+               "ScaledObject", "ConfigMap", "Secret")
 _FACT_KIND = re.compile(r"""\bkind["']?\s*:\s*(?:!!str\s+)?["']?"""
                         r"""(Namespace|ResourceQuota|PriorityClass|RuntimeClass|HorizontalPodAutoscaler"""
-                        r"""|ScaledObject)\b""")
+                        r"""|ScaledObject|ConfigMap|Secret)\b""")
 
 
 def _fact_documents(text: str, path: str) -> list[Resource]:

@@ -8,6 +8,7 @@ a mutation applied to the working copy is seen by every later rule.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -106,6 +107,8 @@ def enter(context: Activation, scope: Scope, template: Optional[PodTemplate], po
         context["containerType"] = container.section
         context["containerName"] = container.name  # its name, else its field or place: never "?"
         context["injected"] = container.injected  # what the kind's operator mounts in it (kinds.yaml)
+        if "envFrom" in scope.variables:
+            context["envFrom"] = env_from(container.obj, scope)
     elif "container" in context:  # a pod-level rule must not see the last template's container
         del context["container"], context["containerType"], context["containerName"], context["injected"]
 
@@ -150,3 +153,68 @@ def _hpa_target(scope: Scope, classification: Classification) -> Optional[dict]:
     return {"kind": target.kind, "name": target.name,
             "classes": sorted(workload.classes) if workload else [],
             "devices": sorted(workload.devices) if workload else []}
+
+
+# ---------------------------------------------------------------------- envFrom
+_NO_ENV_FROM = {"variables": [], "unknown": []}
+_SHOWN = 64  # characters of a value kept for messages; a longer one is never a "no device" value anyway
+
+
+def env_from(container: dict, scope: Scope) -> dict:
+    """What a container's `envFrom` loads, as far as the facts know: `{variables: [{name, value, source}],
+    unknown: ["ConfigMap x", ...]}`.
+
+    The kubelet's order is followed: later sources override earlier ones, and an explicit `env` entry overrides
+    them all (so `env: NVIDIA_VISIBLE_DEVICES=void` neutralises a ConfigMap's `all`). A source the facts do not
+    know (not in the audit input; a Secret, which the webhook never reads; a ConfigMap not created yet) is
+    `unknown`: the rules say so rather than guess. An `optional` source that is absent is unknown too, since it
+    may exist by the time the pod starts.
+    """
+    sources = container.get("envFrom")
+    if not isinstance(sources, list) or not sources:
+        return _NO_ENV_FROM
+    env = container.get("env")
+    explicit = {e.get("name") for e in (env if isinstance(env, list) else ())
+                if isinstance(e, dict) and isinstance(e.get("name"), str)}
+    found: dict[str, dict] = {}
+    unknown: list[str] = []
+    for source in sources:
+        if not isinstance(source, dict):
+            continue
+        prefix = source.get("prefix") if isinstance(source.get("prefix"), str) else ""
+        for field, kind in (("configMapRef", "ConfigMap"), ("secretRef", "Secret")):
+            ref = source.get(field)
+            if not isinstance(ref, dict):
+                continue
+            name = str(ref.get("name") or "")
+            data = _source_data(scope, kind, name)
+            if data is None:
+                unknown.append(f"{kind} {name}")
+                continue
+            for key, value in data.items():
+                found[prefix + key] = {"name": prefix + key, "value": value[:_SHOWN], "source": f"{kind} {name}"}
+    variables = [v for n, v in found.items() if n not in explicit]
+    return {"variables": variables, "unknown": unknown}
+
+
+def _source_data(scope: Scope, kind: str, name: str) -> Optional[dict[str, str]]:
+    """The string data of a ConfigMap or Secret in the resource's namespace, or None when unknown."""
+    found = scope.facts.find(scope.resource.namespace, kind, name) if name else None
+    if found is None or not isinstance(found.obj, dict):
+        return None
+    data: dict[str, str] = {}
+    if kind == "Secret":
+        raw = found.obj.get("data")
+        for key, value in (raw.items() if isinstance(raw, dict) else ()):
+            try:
+                data[str(key)] = base64.b64decode(str(value), validate=True).decode("utf-8", "replace")
+            except (ValueError, TypeError):
+                data[str(key)] = "<not base64>"
+        string_data = found.obj.get("stringData")  # written by people; the API server merges it into data
+        for key, value in (string_data.items() if isinstance(string_data, dict) else ()):
+            data[str(key)] = str(value)
+        return data
+    raw = found.obj.get("data")
+    for key, value in (raw.items() if isinstance(raw, dict) else ()):
+        data[str(key)] = value if isinstance(value, str) else str(value)
+    return data

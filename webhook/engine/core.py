@@ -13,15 +13,16 @@ mutation. A pod that is not an AI workload meets one policy
 from __future__ import annotations
 
 import copy
+from functools import partial
 from typing import Any, Iterable, Optional
 
 from webhook.cel.environment import Activation, new_context
 from webhook.engine import mutation
 from webhook.engine.binding import Scope, bind_resource, bind_variables, enter
-from webhook.engine.deadline import BudgetExceeded, check_deadline
+from webhook.engine.deadline import BudgetExceeded, check_deadline, copy_json
 from webhook.engine.enforcement import Enforcement
 from webhook.engine.planning import Plan, missing_facts, where
-from webhook.k8s.workload import Container, PodTemplate, ShapeError, build_workload, kind_table
+from webhook.k8s.workload import Container, PodTemplate, ShapeError, no_tick, build_workload, kind_table
 from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.language.checks import Checks
 from webhook.language.config import Config, ConfigError, load_config
@@ -91,7 +92,8 @@ class Engine:
             self._candidates[key] = found
         return found
 
-    def scope(self, resource: Resource, facts: Optional[ClusterFacts]) -> tuple[Scope, list[Policy]]:
+    def scope(self, resource: Resource, facts: Optional[ClusterFacts],
+              deadline: Optional[float] = None) -> tuple[Scope, list[Policy]]:
         """The resource's workload and classes, and the policies that apply to it (not exempt, in its place)."""
         evaluation = Evaluation(resource)
         facts = facts or NoFacts()
@@ -100,9 +102,14 @@ class Engine:
             return scope, []
         namespace_labels = facts.namespace_labels(resource.namespace) if resource.namespace else None
         try:
-            scope.workload = build_workload(resource, self.config.classification, namespace_labels)
+            scope.workload = build_workload(resource, self.config.classification, namespace_labels,
+                                            partial(check_deadline, deadline) if deadline is not None else no_tick)
         except ShapeError as exc:
             evaluation.error_at(exc.pointer, exc.message)
+            return scope, []
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+            # A shape the checks above did not foresee: an answer that says so (fail closed), never a crash.
+            evaluation.error_at("", f"cannot read this object: {type(exc).__name__}: {str(exc)[:200]}")
             return scope, []
         if scope.workload is not None and scope.workload.errors:  # one bad field: its error, and the rest checked
             for error in scope.workload.errors:
@@ -128,7 +135,7 @@ class Engine:
                  deadline: Optional[float] = None) -> Evaluation:
         """Findings of every matching policy. `deadline` (time.monotonic()) raises BudgetExceeded between rules
         runs, inside the walk over templates and containers."""
-        scope, chosen = self.scope(resource, facts)
+        scope, chosen = self.scope(resource, facts, deadline)
         if not chosen:
             return scope.evaluation
         context = new_context()
@@ -233,8 +240,8 @@ class Engine:
     def mutate(self, resource: Resource, facts: Optional[ClusterFacts] = None,
                deadline: Optional[float] = None) -> Mutation:
         """JSON Patch that adds what the matching policies' mutations describe, where it is absent (mutation.py)."""
-        working = copy.deepcopy(resource.obj)
-        scope, chosen = self.scope(Resource(working, resource.origin), facts)
+        working = copy_json(resource.obj, deadline) if deadline is not None else copy.deepcopy(resource.obj)
+        scope, chosen = self.scope(Resource(working, resource.origin), facts, deadline)
         chosen = [p for p in chosen if p.mutations and not self.enforcement.observes_only(p, scope.ceiling)]
         if scope.workload is not None and scope.workload.errors:  # never patch what cannot be read whole
             chosen = []

@@ -56,7 +56,8 @@ class Enforcement:
     def exempt(self, policy_id: str, resource: Resource, evaluation: Evaluation) -> bool:
         """Whether a live exception or an allowed exemption annotation covers this object for this policy.
 
-        An expired exception covers nothing and leaves a note saying so.
+        An expired exception covers nothing and leaves a note saying so; one that applies is recorded in
+        `evaluation.exemptions` (the webhook logs it with the review: docs/security.md).
         """
         exceptions = self._exceptions_for(policy_id, resource.namespace)
         if exceptions:
@@ -69,9 +70,11 @@ class Enforcement:
                     if note not in evaluation.notes:
                         evaluation.notes.append(note)
                     continue
+                evaluation.exemptions.append(f"{policy_id}: exception {exception.name!r}")
                 return True
         if policy_id in self.config.annotation_exemptable:
             listed = str(resource.annotations.get(self.config.exemption_annotation, ""))
             if policy_id in {p.strip() for p in listed.split(",")}:
+                evaluation.exemptions.append(f"{policy_id}: annotation {self.config.exemption_annotation}")
                 return True
         return False

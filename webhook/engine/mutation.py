@@ -34,6 +34,7 @@ def mutate(scope: Scope, chosen: list, working: dict, classification: Classifica
                 continue
             # The variables are the working copy's own dicts, so a later `when` sees every change made before it.
             for mutation in policy.mutations:
+                check_deadline(deadline)
                 if mutation.target == "pod":
                     enter(context, scope, template, position, None, classification)
                     if policy.named:  # afresh: an earlier mutation may have changed what they read
@@ -43,6 +44,7 @@ def mutate(scope: Scope, chosen: list, working: dict, classification: Classifica
                 for container in template.containers:
                     if container.rename or not policy.takes(container):
                         continue
+                    check_deadline(deadline)
                     enter(context, scope, template, position, container, classification)
                     if policy.named:
                         bind_variables(context, policy)

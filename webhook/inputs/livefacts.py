@@ -12,7 +12,8 @@ while every other policy keeps working.
 HPA targets: Deployments and StatefulSets are cached as a slim projection
 (labels and the pod templates' container resources: what classification
 needs), so memory stays small on large clusters. Any other target kind is
-unknown.
+unknown. ConfigMaps (what `envFrom` loads) are kept as their data with short
+values only; Secrets are never read.
 
 The transport (`run`) is separate from the bookkeeping (`Cache.replace` /
 `Cache.apply`), which is what tests drive with real objects.
@@ -35,6 +36,8 @@ WATCH_SECONDS = 50      # server-side timeout of one watch call: at least this o
 MAX_AGE_SECONDS = 120   # beyond this without confirmation a cache answers "unknown"
 RESYNC_SECONDS = 600    # full re-list, whatever the watch says
 TARGET_KINDS = {"Deployment": "deployments", "StatefulSet": "statefulsets"}
+FOUND_KINDS = {**TARGET_KINDS, "ConfigMap": "configmaps"}  # what `find` answers; never Secrets (see below)
+SHOWN_VALUE = 64  # characters of a ConfigMap value kept: a device variable's values are short words
 
 
 def _key(obj: dict) -> tuple[str, str]:
@@ -64,6 +67,22 @@ def slim_workload(obj: dict) -> dict:
             "spec": {"replicas": spec.get("replicas"),
                      "template": {"metadata": {"labels": (template.get("metadata") or {}).get("labels") or {}},
                                   "spec": slim_pod}}}
+
+
+def configmap_projection(obj: dict) -> dict:
+    """What the devices-declared rules need of a ConfigMap loaded through envFrom: its string data, each value cut
+    to SHOWN_VALUE characters (a longer one is replaced by its length: it is never a "no device" word, so it still
+    counts as exposing devices). ConfigMaps hold up to 1 MiB each; this keeps memory to keys and short values.
+
+    Secrets are never listed or watched: read access to every Secret of the cluster would make the webhook the
+    most valuable credential in it, for a rule that a warning covers (`env-from-unknown`). docs/security.md.
+    """
+    meta = obj.get("metadata") or {}
+    data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
+    kept = {k: (v if len(v) <= SHOWN_VALUE else f"<{len(v)} characters>")
+            for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")}, "data": kept}
 
 
 class Cache:
@@ -148,6 +167,7 @@ class LiveFacts:
             "runtimeclasses": Cache("runtimeclasses", "RuntimeClass", "node.k8s.io/v1", clock=clock),
             "deployments": Cache("deployments", "Deployment", "apps/v1", slim_workload, clock=clock),
             "statefulsets": Cache("statefulsets", "StatefulSet", "apps/v1", slim_workload, clock=clock),
+            "configmaps": Cache("configmaps", "ConfigMap", "v1", configmap_projection, clock=clock),
         }
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -179,7 +199,7 @@ class LiveFacts:
         return None if cache is None else sorted(name for (_, name) in cache.items)
 
     def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]:
-        resource = TARGET_KINDS.get(kind)
+        resource = FOUND_KINDS.get(kind)
         cache = self._fresh(resource) if resource else None
         obj = cache.items.get((namespace, name)) if cache else None
         return Resource(obj, Origin(cluster="live")) if obj is not None else None
@@ -204,6 +224,7 @@ class LiveFacts:
             _Source(self.caches["runtimeclasses"], client.NodeV1Api(self.api_client).list_runtime_class),
             _Source(self.caches["deployments"], apps.list_deployment_for_all_namespaces),
             _Source(self.caches["statefulsets"], apps.list_stateful_set_for_all_namespaces),
+            _Source(self.caches["configmaps"], core.list_config_map_for_all_namespaces),
         ]
 
     def start(self) -> "LiveFacts":

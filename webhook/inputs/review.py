@@ -14,6 +14,7 @@ from webhook.model.resource import Origin, Resource
 API_VERSION = "admission.k8s.io/v1"
 SKIPPED_OPERATIONS = ("DELETE", "CONNECT")
 CHECKED_OPERATIONS = ("CREATE", "UPDATE")
+CHECKED_SUBRESOURCES = ("ephemeralcontainers",)  # of pods; every other subresource (status, scale, ...) is not
 
 
 class ReviewError(Exception):
@@ -58,16 +59,26 @@ def describe(request: dict) -> dict:
 
 
 def resource_of(request: dict, key: str) -> Optional[Resource]:
+    """The object of a request as a Resource, with the request's `kind` and `namespace` in it.
+
+    The API server routes, authorises and stores by the request's kind and namespace (a pod created in
+    namespace `tenant` is there whatever its body's metadata.namespace says); the body's own fields are the
+    user's to write. So the request's win: an object cannot disguise itself as another kind, or as a member of an
+    excluded namespace, to meet other policies than the ones the API server's decision will be judged by.
+    """
     obj = request.get(key)
     if not isinstance(obj, dict):
         return None
     obj = dict(obj)  # never change the caller's dict; shallow is enough for the fields filled in below
     kind = request.get("kind") if isinstance(request.get("kind"), dict) else {}
-    if not obj.get("kind") and kind.get("kind"):
+    if isinstance(kind.get("kind"), str) and kind["kind"]:
         obj["kind"] = kind["kind"]
         group, version = kind.get("group", ""), kind.get("version", "")
-        obj.setdefault("apiVersion", f"{group}/{version}" if group else version)
+        if isinstance(group, str) and isinstance(version, str) and version:
+            obj["apiVersion"] = f"{group}/{version}" if group else version
     metadata = obj.get("metadata")
-    if isinstance(metadata, dict) and not metadata.get("namespace") and request.get("namespace"):
-        obj["metadata"] = {**metadata, "namespace": request["namespace"]}
+    namespace = request.get("namespace")
+    if isinstance(metadata, dict) and isinstance(namespace, str) and namespace \
+            and metadata.get("namespace") != namespace:
+        obj["metadata"] = {**metadata, "namespace": namespace}
     return Resource(obj, Origin(uid=request["uid"], operation=request.get("operation")))

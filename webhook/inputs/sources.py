@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+import stat
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ import yaml
 from webhook.k8s.kindnames import kind_problem
 from webhook.k8s.workload import kind_table
 from webhook.model.resource import InputError, Origin, Resource
-from webhook.inputs.yamlnodes import construct
+from webhook.inputs.yamlnodes import check_expansion, construct
 
 try:
     _Base = yaml.CSafeLoader
@@ -118,12 +119,35 @@ def is_empty(text: str) -> bool:
 
 
 def read_text(path: str) -> tuple[Optional[str], Optional[InputError]]:
-    """(a manifest file's text, None), or (None, the error that names it) when it cannot be read as UTF-8."""
+    """(a manifest file's text, None), or (None, the error that names it) when it cannot be read as UTF-8.
+
+    Only regular files are read. A FIFO (or a device, or a socket) named `*.yaml` would block the reader forever
+    or never end: it is opened without blocking, found not to be a regular file by the descriptor itself (so
+    nothing can be swapped in between a check and the open), and reported.
+    """
     try:
-        with open(path, encoding="utf-8") as handle:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        return None, InputError(path, 0, f"cannot read file: {exc.strerror or exc}")
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(descriptor)
+            return None, InputError(path, 0, f"not a regular file ({_file_type(mode)}): skipped")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(descriptor, True)
+        with open(descriptor, encoding="utf-8", closefd=True) as handle:
             return handle.read(), None
     except (OSError, UnicodeDecodeError) as exc:
         return None, InputError(path, 0, f"cannot read file: {exc}")
+
+
+def _file_type(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a file"
 
 
 def looks_templated(text: str) -> bool:
@@ -140,9 +164,21 @@ def load_text(text: str, filename: str) -> Loaded:
         while loader.check_node():
             node = loader.get_node()
             try:
+                if aliases:
+                    check_expansion(node)
                 data = construct(node, loader.construct_document, aliases)
             except yaml.YAMLError as exc:
                 loaded.errors.append(_yaml_error(filename, exc))
+                index += 1
+                continue
+            except RecursionError:
+                loaded.errors.append(InputError(filename, node.start_mark.line + 1, "YAML: document nests too deeply",
+                                                node.start_mark.column + 1))
+                index += 1
+                continue
+            except (ValueError, OverflowError, TypeError) as exc:  # PyYAML's constructors on odd scalars
+                loaded.errors.append(InputError(filename, node.start_mark.line + 1, f"YAML: cannot read: {exc}",
+                                                node.start_mark.column + 1))
                 index += 1
                 continue
             _collect(data, node, filename, index, loaded)

@@ -25,6 +25,7 @@ _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
 _MERGE = "tag:yaml.org,2002:merge"
 _PLAIN_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
+_MAX_INT_DIGITS = 4000  # under Python's int_max_str_digits (4300); no Kubernetes field holds more than 20
 _BOOLS = {"yes": True, "true": True, "on": True, "no": False, "false": False, "off": False}
 
 
@@ -75,6 +76,50 @@ def construct(node: yaml.Node, fallback, aliases: bool = True) -> Any:
 
 _SCALAR, _SEQUENCE, _MAPPING = yaml.ScalarNode, yaml.SequenceNode, yaml.MappingNode
 
+# Aliases let a few hundred bytes stand for a billion nodes ("billion laughs"): construction shares them, but every
+# reader after it (schema checks, CEL, JSON) walks the expansion. A document may expand to this many nodes, plus
+# EXPANSION_FACTOR times the nodes it really has: anchors reused a few times (a shared env list) stay far below.
+EXPANSION_BASE = 100_000
+EXPANSION_FACTOR = 10
+
+
+def check_expansion(root: yaml.Node) -> None:
+    """ConstructorError (with the position of the worst alias-heavy node) when the document, its aliases expanded,
+    would exceed the budget above, or when an alias contains itself (a structure no reader can walk to its end).
+
+    Linear in the distinct nodes: each node's expanded size is computed once.
+    """
+    sizes: dict[int, int] = {}  # id(node) -> expanded size; -1 while it is being computed
+    offender: list[yaml.Node] = []
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        known = sizes.get(key)
+        if known is not None:
+            if known < 0:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "recursive alias: a node contains itself", node.start_mark)
+            return known
+        sizes[key] = -1
+        total = 1
+        if type(node) is _SEQUENCE:
+            for item in node.value:
+                total += size(item)
+        elif type(node) is _MAPPING:
+            for key_node, value_node in node.value:
+                total += size(key_node) + size(value_node)
+        sizes[key] = total
+        if total > EXPANSION_BASE and not offender:
+            offender.append(node)  # the first (deepest) node over the base: where the aliases pile up
+        return total
+
+    total = size(root)
+    if total > EXPANSION_BASE + EXPANSION_FACTOR * len(sizes):
+        mark = (offender[0] if offender else root).start_mark
+        raise yaml.constructor.ConstructorError(
+            None, None, f"aliases expand this document to {total:,} nodes from {len(sizes):,} written "
+                        f"(at most {EXPANSION_BASE:,} + {EXPANSION_FACTOR}x): an alias bomb?", mark)
+
 
 def _value(node: yaml.Node, seen: dict | None) -> Any:
     if seen is not None and id(node) in seen:  # an alias: the same object, as PyYAML gives it
@@ -86,6 +131,9 @@ def _value(node: yaml.Node, seen: dict | None) -> Any:
         if tag == _STR:
             return value
         if tag == _INT:
+            if len(value) > _MAX_INT_DIGITS:  # int() refuses these (CVE-2020-10735); say where, not a ValueError
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"an integer of {len(value)} digits is out of range", node.start_mark)
             if _PLAIN_INT.match(value):
                 return int(value)
             raise Fallback()  # 0x.., 0o.., 1_000, sexagesimal: PyYAML's rules

@@ -60,7 +60,7 @@ def _container_problems(container: dict, pointer: str, rename: dict[str, str]) -
                 except QuantityError as exc:
                     problems.append((ShapeError(f"{where}/{section}/{jp.escape(name)}", str(exc)),
                                      (resources_field, section, name)))
-    for list_field in ("volumeMounts", "env", "ports"):
+    for list_field in ("volumeMounts", "env", "envFrom", "ports"):
         try:
             check_list_of_maps(container.get(list_field), f"{pointer}/{list_field}", list_field)
         except ShapeError as exc:
@@ -129,3 +129,28 @@ def injected(injects: tuple, section: str, position: int, container: dict) -> li
             made["sizeLimit"] = str(size)
         out.append(made)
     return out
+
+
+def check_metadata(metadata: Any, pointer: str) -> None:
+    """ShapeError unless `metadata` (when present) is a map whose labels and annotations are maps of strings.
+
+    Tier, role, notebook and exemption are read from them: a list or a number there must be an answer naming the
+    field, never a crash, and never "no labels" (which would be a silent pass for whatever they said).
+    """
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict):
+        raise ShapeError(pointer, f"metadata must be a map, not {type(metadata).__name__}")
+    for name in ("labels", "annotations"):
+        value = metadata.get(name)
+        if value is None:
+            continue
+        where = f"{pointer}/{name}"
+        if not isinstance(value, dict):
+            raise ShapeError(where, f"metadata.{name} must be a map of strings, not {type(value).__name__}")
+        for key, item in value.items():
+            if not isinstance(key, str) or not isinstance(item, str):
+                shown = key if isinstance(key, str) else repr(key)
+                raise ShapeError(f"{where}/{jp.escape(str(key))}",
+                                 f"metadata.{name}[{shown}] must be a string, not {type(item).__name__}"
+                                 if isinstance(key, str) else f"metadata.{name} keys must be strings, not {shown}")

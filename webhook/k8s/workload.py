@@ -10,12 +10,12 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from webhook.model import pointer as jp
 from webhook.model.quantity import parse_quantity
 from webhook.model.resource import Resource
-from webhook.k8s.containers import ShapeError, check_list_of_maps, injected, readable
+from webhook.k8s.containers import ShapeError, check_list_of_maps, check_metadata, injected, readable
 from webhook.k8s.kindnames import KINDS_FILE, table_data
 from webhook.k8s.shape import TooLarge, searchable, template_entries, unlisted_name
 
@@ -197,11 +197,13 @@ def _count(obj: Any, base: str, rel: Optional[str], default: int = 1) -> int:
     return value
 
 
-def _locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], dropped: set[str]) -> list[PodTemplate]:
+def _locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], dropped: set[str],
+            tick: Callable[[], None]) -> list[PodTemplate]:
     obj = resource.obj
     templates = []
     for spec in kind.templates:
         for tokens, owner, bound in _expand(obj, spec.at):
+            tick()
             if not isinstance(owner, dict):
                 continue
             base = jp.tokens_join(tokens)
@@ -219,16 +221,19 @@ def _locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], droppe
             if spec.metadata is not None:
                 metadata_pointer = jp.relative(base, spec.metadata)
                 found = jp.resolve(obj, metadata_pointer)
+                check_metadata(found, metadata_pointer)
                 metadata = found if isinstance(found, dict) else {}
             containers = []
             if pod_spec is not None:
-                for section in ("initContainers", "containers"):
+                for section in ("initContainers", "containers", "ephemeralContainers"):
                     try:
                         items = check_list_of_maps(pod_spec.get(section), f"{spec_pointer}/{section}", section)
                     except ShapeError as exc:
                         errors.append(exc)
                         continue
                     for position, item in enumerate(items):
+                        if not position % 256:
+                            tick()
                         pointer = f"{spec_pointer}/{section}/{position}"
                         view = readable(item, pointer, {}, errors, dropped)
                         containers.append(Container(view, pointer, section,
@@ -294,15 +299,38 @@ def template_devices(template: PodTemplate, classification: Classification) -> l
     return sorted(found)
 
 
+def effective_tier(own: Any, namespace: Any, templates: Iterable[Any] = ()) -> Optional[str]:
+    """The tier that governs an object: its namespace's, which its own labels may raise but never lower.
+
+    Only `untrusted` has a meaning to the policies, so raising means: `untrusted` said anywhere (the namespace,
+    the object, one of its pod templates, whose pods will carry it) wins; otherwise the namespace's tier, and the
+    object's own only where the namespace says none (or is not known).
+    """
+    said = [t for t in (namespace, own, *templates) if isinstance(t, str) and t]
+    if "untrusted" in said:
+        return "untrusted"
+    if isinstance(namespace, str) and namespace:
+        return namespace
+    return own if isinstance(own, str) and own else None
+
+
+def no_tick() -> None:
+    return None
+
+
 def build_workload(resource: Resource, classification: Classification,
-                   namespace_labels: Optional[dict] = None) -> Optional[Workload]:
+                   namespace_labels: Optional[dict] = None,
+                   tick: Callable[[], None] = no_tick) -> Optional[Workload]:
     """The workload view of a resource, or None when the kind bears no pods.
 
     A kind the table does not list is searched for pod specs by shape (webhook/k8s/shape.py); the workload then
     says so in `unlisted`. A field aiadmit cannot read (a quantity that is not one, a list that is a string) is left
     out of the view rules read and listed in `errors`: the rest of the resource is still checked. Raises ShapeError
-    only when nothing of it can be read (metadata that is not a map, an unlisted kind too large to search).
+    only when nothing of it can be read (metadata, labels or annotations that are not maps of strings, an unlisted
+    kind too large to search). `tick` is called per template and every 256 containers: the engine's deadline check
+    (an object may have 30,000 containers), raising to stop.
     """
+    check_metadata(resource.obj.get("metadata"), "/metadata")  # of every kind: exemptions are read from it
     kind = kind_table().get((resource.group, resource.kind))
     unlisted = None
     if kind is None:
@@ -317,11 +345,9 @@ def build_workload(resource: Resource, classification: Classification,
             return None
         unlisted = unlisted_name(resource.group, resource.kind)
         kind = KindSpec(resource.kind, resource.group, None, None, tuple(_template_spec(e) for e in entries))
-    if not isinstance(resource.obj.get("metadata", {}), dict):
-        raise ShapeError("/metadata", "metadata must be a map")
     errors: list[ShapeError] = []
     dropped: set[str] = set()
-    templates = _locate(resource, kind, errors, dropped)
+    templates = _locate(resource, kind, errors, dropped, tick)
     # A device whose quantity is unreadable still makes the workload accelerated: its name is what classifies it.
     devices = _devices(templates, classification) | {d for d in dropped if classification.is_accelerator(d)}
     claims = any(t.spec and t.spec.get("resourceClaims") for t in templates)
@@ -330,18 +356,23 @@ def build_workload(resource: Resource, classification: Classification,
         classes.add("accelerated")
 
     labels = resource.labels
+    template_labels = [t.metadata.get("labels") or {} for t in templates]
     role = kind.role or (kind.accelerated_role if "accelerated" in classes else None)
-    if role is None and any(classification.notebook_label in (t.metadata.get("labels") or {}) for t in templates):
-        role = "notebook"
-    if resource.kind == "Pod" and classification.notebook_label in labels:
-        role = "notebook"
+    # A notebook by its kind or by the Kubeflow label (on the object or a template) stays one: the role label may
+    # name a role, never take the notebook's away (it would take `untrusted` with it).
+    notebook = role == "notebook" or classification.notebook_label in labels or any(
+        classification.notebook_label in t for t in template_labels)
     override = labels.get(classification.role_label)
-    if override in ROLES:
+    if notebook:
+        role = "notebook"
+    elif override in ROLES:
         role = override
     if role:
         classes.add(role)
 
-    tier = labels.get(classification.tier_label) or (namespace_labels or {}).get(classification.tier_label)
+    tier = effective_tier(labels.get(classification.tier_label),
+                          (namespace_labels or {}).get(classification.tier_label),
+                          [t.get(classification.tier_label) for t in template_labels])
     if tier == "untrusted" or (role == "notebook" and classification.notebooks_are_untrusted):
         classes.add("untrusted")
     if classes & AI_CLASSES:

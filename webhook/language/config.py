@@ -17,7 +17,7 @@ from webhook.cel.cost import Limits
 from webhook.model import pointer as jp
 from webhook.language.schemacheck import errors as schema_errors
 from webhook.language.schemacheck import locate_error
-from webhook.inputs.sources import load_text
+from webhook.inputs.sources import load_text, read_text
 from webhook.k8s.workload import Classification
 from webhook.language.bundle import CONFIG_SCHEMA_FILE, DEFAULT_CONFIG_FILE
 from webhook.language.checks import Checks
@@ -96,11 +96,9 @@ class Config:
 
 
 def _read(path: str, checks: Optional[Checks]) -> tuple[dict, list[str]]:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError as exc:
-        return {}, [f"{path}:0:0: cannot read config: {exc.strerror}"]
+    text, error = read_text(path)  # regular files only: a FIFO would block the server's start
+    if error is not None:
+        return {}, [f"{path}:0:0: cannot read config: {error.message}"]
     loaded = load_text(text, path)
     problems = [f"{e.file}:{e.line}:{e.column}: {e.message}" for e in loaded.errors + loaded.skipped]
     docs = [r for r in loaded.resources if r.kind == "Config"]

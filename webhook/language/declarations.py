@@ -42,7 +42,9 @@ POD = dict(OBJECT, pod=DYN, podMeta=DYN, template="string", templateDevices=_STR
 # `containerName`: the container's name, else its field (KServe's `sklearn`, a TrainJob's `trainer`), else its
 # place (`containers[0]`): what a message says, without `has(container.name) ? container.name : containerType`.
 # `injected`: what the kind's operator adds to the container (kinds.yaml `injects`), a list of maps.
-CONTAINER = dict(POD, container=DYN, containerType="string", containerName="string", injected=("list", DYN))
+# `envFrom`: what the container's envFrom loads as far as the facts know ({variables, unknown}).
+CONTAINER = dict(POD, container=DYN, containerType="string", containerName="string", injected=("list", DYN),
+                 envFrom=DYN)
 LEVELS = {"object": OBJECT, "pod": POD, "container": CONTAINER}
 
 

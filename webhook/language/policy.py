@@ -108,6 +108,7 @@ class Policy:
     document: dict = field(repr=False, default_factory=dict)
     variables: frozenset = field(init=False, default=frozenset())
     requires: frozenset = field(init=False, default=frozenset())
+    ephemeral: bool = field(init=False, default=False)
     checks: Any = field(default=None, repr=False)  # what compiles its programs (language/checks.py)
     named: dict = field(default_factory=dict)  # its `variables`: name -> Expression, in order (lazy per binding)
 
@@ -124,11 +125,16 @@ class Policy:
 
     def takes(self, container) -> bool:
         """Whether this policy checks containers of this section (containers, initContainers, KServe's model)."""
+        if container.section == "ephemeralContainers":  # kubectl debug: only where the policy asks for them
+            return self.ephemeral
         return self.containers == "all" or self.containers == container.section
 
     def __post_init__(self) -> None:
         # Derived once: the engine asks for these on every evaluation.
         self.variables = frozenset().union(*(r.variables for r in self.rules), *(m.variables for m in self.mutations))
         self.requires = frozenset(fact for rule in self.rules for fact in rule.requires)
+        # Ephemeral containers have no resources, ports or probes: most container rules make no sense for them,
+        # but the hardening ones must see them (a privileged debug container is the node).
+        self.ephemeral = self.document.get("ephemeralContainers") is True
 
 

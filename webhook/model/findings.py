@@ -62,6 +62,7 @@ class Evaluation:
     classes: frozenset = frozenset()
     evaluated: bool = False  # False: excluded namespace or not a kind any policy matches
     policies: tuple = ()  # ids of the policies that applied (after match and exemptions): reports list passes
+    exemptions: list[str] = field(default_factory=list)  # "policy: by what", for every exemption that applied
 
     @property
     def blocking(self) -> list["Finding"]:

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from webhook.engine.deadline import check_deadline
 from webhook.inputs.review import API_VERSION, describe
 from webhook.model.findings import Finding
 from webhook.model.resource import Resource
@@ -47,6 +48,7 @@ class Outcome:
     patched_policies: list[str] = field(default_factory=list)
     denied_policies: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # internal errors, for the log
+    exemptions: list[str] = field(default_factory=list)  # "policy: by what" (enforcement.exempt), for the log
 
     @property
     def body(self) -> dict:
@@ -82,40 +84,55 @@ def _cut(text: str, runes: int) -> str:
     return text if len(text) <= runes else text[:runes - 1] + "…"
 
 
-def deny_message(resource: Resource, blocking: list[Finding]) -> str:
+def deny_message(resource: Resource, blocking: list[Finding], deadline: Optional[float] = None) -> str:
     """The first line names the object; then one line per distinct failed finding, grouped by policy, each cut at
     DENY_LINE_RUNES; past DENY_MESSAGE_RUNES in all, a last line counts what is not shown."""
-    by_policy: dict[str, list[str]] = {}
-    for finding in blocking:
-        messages = by_policy.setdefault(finding.policy, [])
-        message = one_line(finding.message)
-        if message not in messages:
-            messages.append(message)
+    # dicts as ordered sets of the raw messages, made one line only where shown: an object with 30,000 containers
+    # has 360,000 findings, and a list's `in` made this quadratic (6 s of an 8 s budget, measured)
+    by_policy: dict[str, dict[str, None]] = {}
+    for count, finding in enumerate(blocking):
+        if not count % 4096:
+            check_deadline(deadline)
+        by_policy.setdefault(finding.policy, {})[finding.message] = None
     lines = [f"aiadmit denied {resource.describe()}: {len(by_policy)} polic{'y' if len(by_policy) == 1 else 'ies'} "
              f"failed"]
-    entries = [_cut(f"{policy}: {message}", DENY_LINE_RUNES) for policy, messages in by_policy.items()
-               for message in messages]
     budget = DENY_MESSAGE_RUNES - len(lines[0]) - 100  # room for the line that counts the rest
-    for number, entry in enumerate(entries):
-        if budget - len(entry) - 1 < 0:
-            rest = entries[number:]
-            policies = ", ".join(dict.fromkeys(entry.split(":", 1)[0] for entry in rest))
-            lines.append(_cut(f"… {len(rest)} more finding(s) not shown ({policies}); `aiadmit audit` lists all",
-                              DENY_LINE_RUNES))
-            break
-        lines.append(entry)
-        budget -= len(entry) + 1
+    shown = 0
+    total = sum(len(unique) for unique in by_policy.values())
+    for policy, unique in by_policy.items():
+        for message in unique:
+            entry = _cut(f"{policy}: {one_line(message)}", DENY_LINE_RUNES)
+            if budget - len(entry) - 1 < 0:
+                rest = [p for p, u in by_policy.items() for _ in u][shown:]
+                policies = ", ".join(dict.fromkeys(rest))
+                lines.append(_cut(f"… {total - shown} more finding(s) not shown ({policies}); `aiadmit audit` lists "
+                                  f"all", DENY_LINE_RUNES))
+                return "\n".join(lines)
+            lines.append(entry)
+            budget -= len(entry) + 1
+            shown += 1
     return "\n".join(lines)
 
 
 def fit_warnings(texts: list[str]) -> list[str]:
-    """One line each, deduplicated, within the API server's per-warning and total sizes."""
-    items: list[str] = []
+    """One line each, deduplicated, within the API server's per-warning and total sizes.
+
+    Texts past what could be shown are only counted (distinct raw texts), never made one line: an object with
+    30,000 containers brings 60,000 warnings, and cleaning each cost 0.2 s past the time budget (measured).
+    """
+    unique: dict[str, None] = {}  # an ordered set: `in` on a list made this quadratic in the number of warnings
+    beyond: dict[str, None] = {}
+    total = 0
     for text in texts:
+        if total > WARNINGS_TOTAL_RUNES:
+            beyond[text] = None
+            continue
         line = _cut(one_line(text), WARNING_RUNES)
-        if line and line not in items:
-            items.append(line)
-    if sum(map(len, items)) <= WARNINGS_TOTAL_RUNES:
+        if line and line not in unique:
+            unique[line] = None
+            total += len(line)
+    items = list(unique)
+    if total <= WARNINGS_TOTAL_RUNES and not beyond:
         return items
     budget = WARNINGS_TOTAL_RUNES - 64  # room for the line that counts the rest
     out: list[str] = []
@@ -124,7 +141,7 @@ def fit_warnings(texts: list[str]) -> list[str]:
             break
         out.append(line)
         budget -= len(line)
-    out.append(f"aiadmit: {len(items) - len(out)} more warning(s) not shown")
+    out.append(f"aiadmit: {len(items) - len(out) + len(beyond)} more warning(s) not shown")
     return out
 
 
