@@ -15,10 +15,11 @@
 # entries are sorted and owned 0:0, gzip carries no time, bytecode is compiled in unchecked-hash mode, and the
 # wheels are pinned by sha256 (requirements.lock, pip.lock). Two builds from the same commit and the same Debian
 # archive state give the same image digest (tests/e2e/test_image.py checks it). Debian's archive moves (security
-# updates): the package versions are recorded in packages.txt beside the image.
+# updates): the package versions are recorded in packages.txt beside the image, and the Debian part is cached
+# for the ISO week (see base_key); tests/e2e/install/test_image.py rebuilds from the cached Debian part.
 #
 # Cache: ${AIADMIT_IMAGE_CACHE:-$HOME/.cache/aiadmit-image}/
-#   base-<hash>/rootfs/   the Debian part, keyed by this script, platform.sh and the suite
+#   base-<hash>/rootfs/   the Debian part, keyed by this script, platform.sh, the suite and the ISO week
 #   image-<hash>/         keyed by the base key, the lock files, oci.py, wheels.sh and the package sources:
 #     oci/                the OCI image layout (index.json, blobs/)
 #     aiadmit-image.tar   the same layout as one tar (`ctr images import`, `skopeo copy oci-archive:...`)
@@ -66,7 +67,11 @@ if [[ -z "$epoch" ]] && git -C "$repo" rev-parse --git-dir >/dev/null 2>&1; then
 fi
 epoch="${epoch:-1700000000}"
 export SOURCE_DATE_EPOCH="$epoch"
-base_key="$(printf '%s\n' "$DEBIAN_SUITE" "$mirror" "$security" "${packages[@]}" "${unwanted[@]}" \
+# The Debian part is rebuilt every ISO week even when nothing here changed: the archive takes security updates
+# (seen: zlib1g 1:1.2.13.dfsg-1 -> 1:1.2.13.dfsg-1+deb12u1 between two builds of one morning), and a cache keyed
+# only by this script would keep the old libraries forever.
+week="$(date -u +%G-W%V)"
+base_key="$(printf '%s\n' "$DEBIAN_SUITE" "$mirror" "$security" "$week" "${packages[@]}" "${unwanted[@]}" \
   | cat - "$here/build.sh" "$here/platform.sh" | sha256sum | cut -c1-16)"
 image_key="$(printf '%s\n' "$base_key" "$sources_hash" "$epoch" "$ref" \
   | cat - "$here/requirements.lock" "$here/pip.lock" "$here/oci.py" "$here/wheels.sh" | sha256sum | cut -c1-16)"
@@ -118,7 +123,8 @@ if [[ $rebuild == 1 || ! -f "$base/.complete" ]]; then
   printf 'root:x:0:\naiadmit:x:65532:\n' > "$r/etc/group"
   # The standard library's bytecode: Debian compiles it in a maintainer script (not run by `extract`). Read-only
   # at run time, so unchecked-hash: never re-validated against the sources, no timestamps in it.
-  chroot "$r" /usr/bin/python3.11 -m compileall -q --invalidation-mode unchecked-hash /usr/lib/python3.11 >&2 \
+  PYTHONHASHSEED=0 chroot "$r" /usr/bin/python3.11 -m compileall -q --invalidation-mode unchecked-hash \
+    /usr/lib/python3.11 >&2 \
     || { log "ERROR: compiling the standard library failed"; exit 1; }
   touch "$base/.complete"
 fi
@@ -139,7 +145,7 @@ pipwhl="$(cd "$r/wheels" && ls pip-*.whl)"
 appwhl="$(cd "$r/wheels" && ls aiadmit-*.whl)"
 chroot="$(command -v chroot)"
 in_image() { env -i PATH=/opt/aiadmit/bin:/usr/bin HOME=/nonexistent PIP_NO_CACHE_DIR=1 \
-  PIP_DISABLE_PIP_VERSION_CHECK=1 SOURCE_DATE_EPOCH="$epoch" "$chroot" "$r" "$@"; }
+  PIP_DISABLE_PIP_VERSION_CHECK=1 SOURCE_DATE_EPOCH="$epoch" PYTHONHASHSEED=0 "$chroot" "$r" "$@"; }
 in_image /usr/bin/python3.11 -m venv --without-pip /opt/aiadmit
 # pip runs from its wheel (a zip on sys.path) and is never installed into the image.
 in_image /opt/aiadmit/bin/python "/wheels/$pipwhl/pip" install -q --no-index --find-links=/wheels --no-compile \
@@ -150,7 +156,11 @@ rm -rf "$r/wheels"
 # pip records the installer's own paths: drop what differs between runs (direct_url.json of a local wheel).
 find "$r/opt/aiadmit" -name direct_url.json -path '*.dist-info/*' -delete
 find "$r/opt/aiadmit" -name RECORD -path '*.dist-info/*' -exec sed -i '/\.dist-info\/direct_url\.json,/d' {} +
-in_image /opt/aiadmit/bin/python -m compileall -q --invalidation-mode unchecked-hash /opt/aiadmit >&2
+# -f: rewrite every .pyc, also ones something left in timestamp mode (attrs' were, with the extraction time in
+# their header, which made two builds differ). A fixed hash seed (in_image sets PYTHONHASHSEED=0): set and frozenset constants are marshalled in iteration order, which follows string hashes
+# (two builds differed in attrs' bytecode before this).
+in_image /opt/aiadmit/bin/python -m compileall -q -f --invalidation-mode unchecked-hash \
+  /opt/aiadmit >&2
 # A smoke test by the image's interpreter, as the user the Pod runs as: the serving stack imports.
 env -i PATH=/opt/aiadmit/bin:/usr/bin HOME=/nonexistent PYTHONDONTWRITEBYTECODE=1 \
   "$chroot" --userspec=65532:65532 "$r" /opt/aiadmit/bin/python -c \
@@ -179,10 +189,10 @@ tar -C "$stage/out/oci" --sort=name --mtime="@$epoch" --owner=0 --group=0 --nume
   -cf "$stage/out/aiadmit-image.tar" oci-layout index.json blobs
 cp "$base/packages.txt" "$stage/out/packages.txt"
 seconds=$((SECONDS - start))
-python3 - "$stage/out/oci.json" "$seconds" "$epoch" > "$stage/out/report.json" <<'PY'
+python3 - "$stage/out/oci.json" "$seconds" "$epoch" "$(basename "$base")" > "$stage/out/report.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-r.update(build_seconds=int(sys.argv[2]), source_date_epoch=int(sys.argv[3]))
+r.update(build_seconds=int(sys.argv[2]), source_date_epoch=int(sys.argv[3]), base=sys.argv[4])
 print(json.dumps(r, indent=1))
 PY
 rm "$stage/out/oci.json"
