@@ -12,7 +12,7 @@
 #   pip left in a layer), without the [test] extra.
 # - The same layout as build.sh: a venv at /opt/aiadmit, bytecode compiled at build time (unchecked-hash: the root
 #   filesystem is read-only at run time), uid/gid 65532, workdir /tmp, entrypoint `aiadmit serve`, the same
-#   environment. tests/e2e/test_image.py checks that this file and build.sh agree on each of these.
+#   environment. tests/e2e/install/test_image.py checks that this file and build.sh agree on each of these.
 ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm@sha256:86adf8dbadc3d6e82ee5dd2c74bec2e1c2467cdad47886280501df722372d2e1
 
 FROM ${PYTHON_IMAGE} AS build

@@ -14,7 +14,7 @@
 # Reproducible: every mtime is SOURCE_DATE_EPOCH (the commit time of the last commit touching the inputs), tar
 # entries are sorted and owned 0:0, gzip carries no time, bytecode is compiled in unchecked-hash mode, and the
 # wheels are pinned by sha256 (requirements.lock, pip.lock). Two builds from the same commit and the same Debian
-# archive state give the same image digest (tests/e2e/test_image.py checks it). Debian's archive moves (security
+# archive state give the same image digest (tests/e2e/install/test_image.py checks it). Debian's archive moves (security
 # updates): the package versions are recorded in packages.txt beside the image, and the Debian part is cached
 # for the ISO week (see base_key); tests/e2e/install/test_image.py rebuilds from the cached Debian part.
 #

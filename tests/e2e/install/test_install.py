@@ -184,7 +184,7 @@ def test_deleting_one_replica_under_a_stream_of_creates_loses_no_admission(node,
     node.kubectl("-n", NAMESPACE, "delete", "pod", victim, "--wait=false")
     results = _stream(api, gpu_namespace, 30, until=lambda: ready_replicas(node) == 2)
     lost = _judge(results)
-    assert len(results) > 100, len(results)
+    assert len(results) >= 30, f"not a stream: {len(results)} creates"  # ~280 in 30 s on an idle machine
     assert not lost, f"{len(lost)} of {len(results)} creates not answered by aiadmit:\n" + "\n".join(lost[:20])
     assert victim not in {p["metadata"]["name"] for p in webhook_pods(node)}
     print(f"{len(results)} creates over {results[-1][0]:.1f} s while {victim} was replaced: none lost")
@@ -192,8 +192,11 @@ def test_deleting_one_replica_under_a_stream_of_creates_loses_no_admission(node,
 
 def test_deleting_both_replicas_fails_closed_then_recovers(node, api, gpu_namespace):
     """docs/operations.md, Failure modes, "every replica down": creates are rejected by the API server
-    (`failed calling webhook`), aiadmit-system is not affected, so the Deployment recreates its pods, and
-    admission resumes once they are ready."""
+    (`failed calling webhook`), or, when only the mutating call found no replica (it fails open), admitted
+    unmutated and denied by the validating webhook for the default they lack; never admitted unchecked.
+    aiadmit-system is not affected, so the Deployment recreates its pods, and admission resumes once they are
+    ready. The API server's open connections to the deleted pods are black-holed rather than refused, so the
+    first calls wait out the 5 s timeoutSeconds (the "unreachable but not refusing" row)."""
     names = [p["metadata"]["name"] for p in webhook_pods(node)]
     node.kubectl("-n", NAMESPACE, "delete", "pod", *names, "--grace-period=0", "--force")
     down = time.monotonic()
@@ -201,17 +204,23 @@ def test_deleting_both_replicas_fails_closed_then_recovers(node, api, gpu_namesp
 
     def create() -> int:
         status, message, pod = dry_run(api, gpu_pod(f"r-{uuid.uuid4().hex[:5]}", gpu_namespace))
-        outcomes.append((time.monotonic() - down, status, message))
-        return 201 if status == 201 and has_dshm(pod) else status
+        outcomes.append((time.monotonic() - down, status, message, has_dshm(pod)))
+        return status
 
     # The deleted pods' containers are killed within seconds; until then they still answer. Then nothing
     # answers until a new pod passes /readyz.
     wait_for("creates to be rejected with both replicas gone", lambda: create() != 201, 60, 0.2)
     wait_for("admission to resume", lambda: create() == 201, 180, 0.2)
+    assert all(o[3] for o in outcomes if o[1] == 201), [o for o in outcomes if o[1] == 201 and not o[3]]
     rejected = [o for o in outcomes if o[1] != 201]
     assert rejected, f"no create was rejected while both replicas were down: {outcomes[:5]}"
-    for t, status, message in rejected:
-        assert UNREACHABLE in message, f"{t:.1f}s: {status} {message}"  # fail closed, never admitted unchecked
+    unreachable = [o for o in rejected if UNREACHABLE in o[2]]
+    # The mutating webhook fails open (failurePolicy Ignore): a create whose /mutate call found no replica but
+    # whose /validate call reached a new one is admitted unmutated, then denied for the default it lacks.
+    unmutated = [o for o in rejected if DENIED in o[2] and "shm-sized" in o[2]]
+    others = [o for o in rejected if o not in unreachable and o not in unmutated]
+    assert not others, others  # fail closed, never admitted unchecked
     wait_for("2 ready replicas again", lambda: ready_replicas(node) == 2, 120, 1)
-    print(f"both replicas down: {len(rejected)} of {len(outcomes)} creates rejected, first at "
-          f"{rejected[0][0]:.1f} s: {rejected[0][2]}; admission back after {outcomes[-1][0]:.1f} s")
+    print(f"both replicas down: {len(rejected)} of {len(outcomes)} creates rejected ({len(unreachable)} "
+          f"unreachable, {len(unmutated)} unmutated then denied), first answered at {rejected[0][0]:.1f} s: "
+          f"{rejected[0][2][:300]}; admission back after {outcomes[-1][0]:.1f} s")
