@@ -56,7 +56,8 @@ class ClusterPKI:
         key = ec.generate_private_key(ec.SECP256R1())
         attrs = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
         attrs += [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
-        usages = ([ExtendedKeyUsageOID.SERVER_AUTH] if server else []) + ([ExtendedKeyUsageOID.CLIENT_AUTH] if client else [])
+        usages = [ExtendedKeyUsageOID.SERVER_AUTH] if server else []
+        usages += [ExtendedKeyUsageOID.CLIENT_AUTH] if client else []
         builder = (
             x509.CertificateBuilder().subject_name(x509.Name(attrs)).issuer_name(self._ca_name)
             .public_key(key.public_key()).serial_number(x509.random_serial_number())

@@ -42,7 +42,8 @@ def image():
     """(directory, report) of the image built by manifests/image/build.sh (cached between runs)."""
     if os.geteuid() != 0:
         pytest.skip("manifests/image/build.sh needs root (chroot into the image's root filesystem)")
-    missing = [t for t in ("mmdebstrap", "tar", "chroot") if not shutil.which(t, path=os.environ.get("PATH", "") + ":/usr/sbin")]
+    path = os.environ.get("PATH", "") + ":/usr/sbin"
+    missing = [t for t in ("mmdebstrap", "tar", "chroot") if not shutil.which(t, path=path)]
     if missing:
         pytest.skip(f"image build tools not found: {' '.join(missing)} (apt-get install mmdebstrap)")
     return images.aiadmit_image()

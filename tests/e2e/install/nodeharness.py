@@ -133,7 +133,8 @@ class Node:
         server = f"https://{NODE_IP}:6443"
         self.run("etcd", [str(self.cbin / "etcd"), "--name=node", f"--data-dir={self.dir / 'etcd'}",
                           "--listen-client-urls=http://127.0.0.1:2379", "--advertise-client-urls=http://127.0.0.1:2379",
-                          "--listen-peer-urls=http://127.0.0.1:2380", "--initial-advertise-peer-urls=http://127.0.0.1:2380",
+                          "--listen-peer-urls=http://127.0.0.1:2380",
+                          "--initial-advertise-peer-urls=http://127.0.0.1:2380",
                           "--initial-cluster=node=http://127.0.0.1:2380", "--unsafe-no-fsync", "--log-level=warn"])
         self._apiserver()
         self.forwarder = nsforward.Forwarder(self.netns_path, (NODE_IP, 6443))
@@ -292,7 +293,8 @@ class Node:
         if self.forwarder:
             self.forwarder.close()
         if self.holder and self.holder.poll() is None:
-            os.kill(self.init_pid, signal.SIGKILL) if self.init_pid else None
+            if self.init_pid:  # PID 1 of the node's PID namespace: the kernel ends every process in it
+                os.kill(self.init_pid, signal.SIGKILL)
             try:
                 self.holder.wait(20)
             except subprocess.TimeoutExpired:

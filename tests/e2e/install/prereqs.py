@@ -106,7 +106,8 @@ def missing() -> list[str]:
         problems.append(f"commands not found: {' '.join(absent)} (Debian: apt-get install {DEBIAN} gcc)")
     plugins = [p for p in CNI_PLUGINS if not os.access(CNI_DIR / p, os.X_OK)]
     if plugins:
-        problems.append(f"CNI plugins not in {CNI_DIR}: {' '.join(plugins)} (apt-get install containernetworking-plugins)")
+        problems.append(f"CNI plugins not in {CNI_DIR}: {' '.join(plugins)} "
+                        "(apt-get install containernetworking-plugins)")
     if control_plane_bin() is None:
         problems.append("kube-apiserver/etcd/kubectl not cached: run tests/e2e/cluster/build.sh")
     if node_bin() is None:

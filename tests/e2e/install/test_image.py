@@ -146,13 +146,18 @@ def container(image, tmp_path_factory):
         },
         "mounts": [
             {"destination": "/proc", "type": "proc", "source": "proc"},
-            {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
-            {"destination": "/dev/shm", "type": "tmpfs", "source": "shm", "options": ["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"]},
-            {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "mode=1777", "size=65536k"]},
+            {"destination": "/dev", "type": "tmpfs", "source": "tmpfs",
+             "options": ["nosuid", "strictatime", "mode=755", "size=65536k"]},
+            {"destination": "/dev/shm", "type": "tmpfs", "source": "shm",
+             "options": ["nosuid", "noexec", "nodev", "mode=1777", "size=65536k"]},
+            # The Deployment's emptyDir on /tmp (64Mi), where the server writes what it writes.
+            {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
+             "options": ["nosuid", "nodev", "mode=1777", "size=65536k"]},
             {"destination": "/certs", "type": "bind", "source": str(certs), "options": ["rbind", "ro"]},
         ],
         "linux": {
-            "namespaces": [{"type": t} for t in ("pid", "ipc", "uts", "mount")] + [{"type": "network", "path": netns_path}],
+            "namespaces": [{"type": t} for t in ("pid", "ipc", "uts", "mount")]
+            + [{"type": "network", "path": netns_path}],
             "cgroupsPath": f"{mine.rstrip('/')}/{cid}",
             "maskedPaths": ["/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"],
             "readonlyPaths": ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"],
