@@ -124,11 +124,15 @@ def replace_blocks(path: str, current: str, what: str, blocks: list[list[str]]) 
     return "\n".join(out) + "\n"
 
 
+def _rule_blocks(kinds_file: str) -> list:
+    """The generated rules: the validating configuration's (subresources and VALIDATE_ONLY too), then the mutating."""
+    return [_render_rules(kind_rules(kinds_file, VALIDATE_ONLY, subresources=True), ""),
+            _render_rules(kind_rules(kinds_file), "")]
+
+
 def webhooks_text(current: str, kinds_file: str = KINDS) -> str:
     """webhooks.yaml with its rules regenerated: the validating configuration first, then the mutating one."""
-    blocks = [_render_rules(kind_rules(kinds_file, VALIDATE_ONLY, subresources=True), ""),
-              _render_rules(kind_rules(kinds_file), "")]
-    return replace_blocks(WEBHOOKS, current, "rules", blocks)
+    return replace_blocks(WEBHOOKS, current, "rules", _rule_blocks(kinds_file))
 
 
 def kustomization_text(current: str) -> str:
@@ -139,8 +143,7 @@ def kustomization_text(current: str) -> str:
 
 def chart_webhooks_text(current: str, kinds_file: str = KINDS) -> str:
     """The chart's webhooks template with the same generated rules as base/webhooks.yaml."""
-    blocks = [_render_rules(kind_rules(kinds_file, VALIDATE_ONLY), ""), _render_rules(kind_rules(kinds_file), "")]
-    return replace_blocks(CHART_WEBHOOKS, current, "rules", blocks)
+    return replace_blocks(CHART_WEBHOOKS, current, "rules", _rule_blocks(kinds_file))
 
 
 def policy_actions() -> dict[str, str]:

@@ -49,7 +49,7 @@ done
 
 mirror="${AIADMIT_IMAGE_MIRROR:-http://deb.debian.org/debian}"
 security="${AIADMIT_IMAGE_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
-packages=(python3.11-minimal libpython3.11-stdlib)
+packages=(python3.11-minimal libpython3.11-stdlib libstdc++6)  # libstdc++: google-re2 (matches(), RE2) is C++
 # Pulled in by those packages' dependencies for the package manager's sake, needed by nothing that serves: their
 # files are deleted after extraction (listed from each .deb), their status.d entries are not written.
 unwanted=(dpkg tar libacl1 libmd0 libselinux1 libpcre2-8-0 libzstd1)
