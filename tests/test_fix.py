@@ -19,7 +19,7 @@ from webhook.app.admission import mutate as admission_mutate
 from webhook.app.audit import audit_paths
 from webhook.engine.core import Engine
 from webhook.model.facts import OfflineFacts
-from webhook.outputs.fix import fix_paths, split_documents
+from webhook.outputs.fix import fix_paths, fix_text, split_documents
 from webhook.inputs.sources import load_text
 
 HERE = os.path.dirname(__file__)
@@ -366,3 +366,42 @@ def test_json_keeps_tabs_crlf_and_odd_indents(engine, tmp_path, indent, newline)
     expected["spec"]["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}]
     # exactly what json.dumps writes for the patched object with the file's own indentation and line ends
     assert fixed == json.dumps(expected, indent=indent, ensure_ascii=False).replace("\n", newline) + newline
+
+
+GPU_DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: serve
+  namespace: ml
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: serve}
+  template:
+    metadata:
+      labels: {app: serve}
+    spec:
+      containers:
+      - name: main
+        image: registry.example/serve:v1
+        resources:
+          limits:
+            nvidia.com/gpu: 1
+"""
+PRIORITY_CLASS = "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: ai-inference\nvalue: 900000\n"
+
+
+def test_fix_does_not_invent_priority_classes_unless_told_the_cluster_has_them(engine):
+    offline = fix_text(engine, GPU_DEPLOYMENT, "d.yaml")
+    assert "priorityClassName" not in offline.fixed  # no such class in the input: not written
+    assert offline.changed  # the other mutations (the /dev/shm volume) still are
+    [warning] = [w for w in offline.warnings if "priorityClassName" in w.message]
+    assert "'ai-inference' not written" in warning.message and "--assume-priority-classes" in warning.message
+    assert warning.line == 13  # the pod spec the class would be written into
+    assumed = fix_text(engine, GPU_DEPLOYMENT, "d.yaml", assume_priority_classes=True)
+    assert "priorityClassName: ai-inference" in assumed.fixed
+    assert not [w for w in assumed.warnings if "priorityClassName" in w.message]
+    defined = fix_text(engine, GPU_DEPLOYMENT + PRIORITY_CLASS, "d.yaml")  # the input defines the class
+    assert "priorityClassName: ai-inference" in defined.fixed
+    assert not [w for w in defined.warnings if "priorityClassName" in w.message]

@@ -159,8 +159,27 @@ def apply_operation(document, operation: dict) -> None:
     patch.apply(document, operation, convert=_to_ruamel)
 
 
+BUILTIN_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")  # every cluster has these
+
+
+def _unknown_class(operation: dict, facts: OfflineFacts) -> Optional[str]:
+    """The PriorityClass an operation writes that the input does not define, or None.
+
+    A fixer must not invent cluster objects: a class that does not exist makes the API server reject every pod of
+    the workload. Offline, the input's own PriorityClass documents are all that is known.
+    """
+    if not operation["path"].endswith("/priorityClassName") or not isinstance(operation["value"], str):
+        return None
+    name = operation["value"]
+    if name in BUILTIN_PRIORITY_CLASSES or name in (facts.priority_classes() or {}):
+        return None
+    return name
+
+
 def fix_text(engine: Engine, text: str, path: str, policies: Optional[set] = None,
-             skip: Optional[set] = None) -> FileFix:
+             skip: Optional[set] = None, assume_priority_classes: bool = False) -> FileFix:
+    """The fixed text of one file. A PriorityClass name is written only when the input defines that class (or it
+    is built in), unless `assume_priority_classes` says the target cluster has them; otherwise a warning says so."""
     result = FileFix(path=path, original=text, fixed=text)
     loaded = load_text(text, path)
     result.skipped = loaded.skipped
@@ -177,6 +196,17 @@ def fix_text(engine: Engine, text: str, path: str, policies: Optional[set] = Non
                                               column))
         chosen = [(policy, op) for policy, ops in mutation.by_policy.items() for op in ops
                   if (not policies or policy in policies) and not (skip and policy in skip)]
+        if not assume_priority_classes:
+            for policy, op in list(chosen):
+                missing = _unknown_class(op, facts)
+                if missing is not None:
+                    chosen.remove((policy, op))
+                    line, column = resource.origin.position(op["path"].rsplit("/", 1)[0])
+                    result.warnings.append(InputError(path, line, (
+                        f"{resource.describe()}: priorityClassName {missing!r} not written: no PriorityClass "
+                        f"{missing!r} in the input. Install the classes (manifests/components/priority-classes, or "
+                        f"the chart's priorityClasses.create) and pass --assume-priority-classes, or add the "
+                        f"PriorityClass to these files"), column))
         if not chosen:
             continue
         order = {id(op): i for i, op in enumerate(mutation.operations)}
@@ -264,7 +294,7 @@ def _verify(new_body: str, changes: list[tuple]) -> Optional[str]:
 
 
 def fix_paths(engine: Engine, paths: list[str], write: bool = True, policies: Optional[set] = None,
-              skip: Optional[set] = None) -> list[FileFix]:
+              skip: Optional[set] = None, assume_priority_classes: bool = False) -> list[FileFix]:
     results = []
     for path in iter_manifest_files(paths):
         try:
@@ -273,7 +303,7 @@ def fix_paths(engine: Engine, paths: list[str], write: bool = True, policies: Op
         except (OSError, UnicodeDecodeError) as exc:
             results.append(FileFix(path=path, errors=[InputError(path, 0, f"cannot read file: {exc}")]))
             continue
-        result = fix_text(engine, text, path, policies, skip)
+        result = fix_text(engine, text, path, policies, skip, assume_priority_classes)
         if write and result.changed:
             write_atomic(path, result.fixed.encode("utf-8"), os.stat(path).st_mode & 0o7777)
         results.append(result)

@@ -32,6 +32,9 @@ def register(subparsers) -> None:
     parser.add_argument("--policy", action="append", metavar="ID", help="only these policies' mutations")
     parser.add_argument("--skip", action="append", metavar="ID", help="not these policies' mutations")
     parser.add_argument("--quiet", "-q", action="store_true", help="print only errors (and diffs)")
+    parser.add_argument("--assume-priority-classes", action="store_true",
+                        help="write PriorityClass names the input does not define (the cluster has them, e.g. "
+                             "manifests/components/priority-classes); without it they are left out, with a warning")
     add_engine_options(parser)
     parser.set_defaults(func=run)
 
@@ -51,7 +54,7 @@ def run(args) -> int:
 
     preview = args.check or args.diff
     results = fix_paths(engine, args.paths, write=not preview, policies=set(args.policy or []) or None,
-                        skip=set(args.skip or []) or None)
+                        skip=set(args.skip or []) or None, assume_priority_classes=args.assume_priority_classes)
     changed = errors = skipped = 0
     for result in results:
         skipped += bool(result.skipped)
