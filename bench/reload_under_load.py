@@ -16,18 +16,15 @@ import json
 import os
 import re
 import shutil
-import socket
 import ssl
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.request
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-REVIEW = os.path.join(ROOT, "examples", "pytorchjob-gpu.json")
+from served import ROOT, load, serve, stop
+
 BUNDLE = os.path.join(ROOT, "policies")
 
 
@@ -51,22 +48,9 @@ def main() -> int:
             shutil.copy(os.path.join(BUNDLE, name), policies)
     target = os.path.join(policies, "shm-sized.yaml")
     good = open(target, encoding="utf-8").read()
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    server = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--dev", "--port", str(args.port),
-                               "--no-cluster", "--policies", policies, "--reload-interval", "0.3"], cwd=ROOT,
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = serve(args.port, ["--policies", policies, "--reload-interval", "0.3"])
     events = []
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", args.port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit("the server did not listen") from None
-                time.sleep(0.3)
-        time.sleep(1)
 
         def edits() -> None:
             time.sleep(args.seconds / 4)
@@ -80,21 +64,11 @@ def main() -> int:
 
         editor = threading.Thread(target=edits, daemon=True)
         editor.start()
-        load = subprocess.run([sys.executable, os.path.join(HERE, "load.py"), "--url",
-                               f"https://127.0.0.1:{args.port}/validate", "--cacert",
-                               os.path.join(ROOT, "certs", "dev", "ca.crt"), "--review", REVIEW, "--mode", "rate",
-                               "--rate", str(args.rate), "--duration", str(args.seconds), "--warmup", "0", "--json"],
-                              capture_output=True, text=True, timeout=args.seconds * 3 + 60)
+        result = load(args.port, "rate", args.seconds, args.rate)
         editor.join(5)
-        lines = load.stdout.strip().splitlines()  # load.py exits 1 when some review failed; the summary is printed
-        result = json.loads(lines[-1]) if lines else {"stderr": load.stderr[-500:]}
         text = metrics(args.port)
     finally:
-        server.terminate()
-        try:
-            server.wait(20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server)
         shutil.rmtree(scratch, ignore_errors=True)
     reloads = {outcome: float(value) for outcome, value in  # summed over the workers (multiprocess metrics)
                re.findall(r'aiadmit_policy_reloads_total\{outcome="(\w+)"\} ([0-9.]+)', text)}

@@ -12,37 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
-import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-REVIEW = os.path.join(ROOT, "examples", "pytorchjob-gpu.json")
-
-
-def wait_listening(port: int, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.3)
-    raise SystemExit(f"the server did not listen on {port} within {seconds:.0f} s")
-
-
-def window(port: int, server_pid: int, rate: float, seconds: float) -> dict:
-    command = [sys.executable, os.path.join(HERE, "load.py"), "--url", f"https://127.0.0.1:{port}/validate",
-               "--cacert", os.path.join(ROOT, "certs", "dev", "ca.crt"), "--review", REVIEW, "--mode", "rate",
-               "--rate", str(rate), "--duration", str(seconds), "--warmup", "0", "--json",
-               "--server-pid", str(server_pid)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds * 3 + 60)
-    if done.returncode != 0:
-        return {"errors": -1, "stderr": done.stderr[-500:]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+from served import load, serve, stop
 
 
 def main() -> int:
@@ -52,17 +25,12 @@ def main() -> int:
     parser.add_argument("--window", type=float, default=60.0, help="seconds per measured window")
     parser.add_argument("--port", type=int, default=18543)
     args = parser.parse_args()
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    server = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--dev", "--port", str(args.port),
-                               "--no-cluster"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    server = serve(args.port)
     rows = []
     try:
-        wait_listening(args.port)
-        time.sleep(2)
         started = time.monotonic()
         while time.monotonic() - started < args.minutes * 60:
-            result = window(args.port, server.pid, args.rate, args.window)
+            result = load(args.port, "rate", args.window, args.rate, server_pid=server.pid)
             rss = result.get("worker_rss_mib") or {}
             row = {"minute": round((time.monotonic() - started) / 60, 1), "ok": result.get("ok"),
                    "errors": result.get("errors"), "p99_ms": result.get("p99_ms"),
@@ -70,11 +38,7 @@ def main() -> int:
             rows.append(row)
             print(json.dumps(row), flush=True)
     finally:
-        server.terminate()
-        try:
-            server.wait(20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server)
     if len(rows) < 2:
         print("too short to compare", file=sys.stderr)
         return 1

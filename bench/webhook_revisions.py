@@ -13,54 +13,22 @@ which goes first. Prints the median of each figure and the ratio NEW / BASE.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
-import time
+
+from served import load, serve, stop
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-REVIEW = os.path.join(ROOT, "examples", "pytorchjob-gpu.json")
 
 
 def checkout(revision: str, into: str) -> str:
     target = os.path.join(into, revision.replace("/", "_"))
     subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", "-q", target, revision], check=True)
     return target
-
-
-def serve(tree: str, port: int) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=tree)
-    server = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--dev", "--port", str(port), "--no-cluster"],
-                              cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            time.sleep(1.0)  # every worker up
-            return server
-        except OSError:
-            time.sleep(0.3)
-    server.kill()
-    raise SystemExit(f"the server of {tree} did not listen on {port}")
-
-
-def load(tree: str, port: int, server: subprocess.Popen, mode: str, args) -> dict:
-    command = [sys.executable, os.path.join(HERE, "load.py"), "--url", f"https://127.0.0.1:{port}/validate",
-               "--cacert", os.path.join(tree, "certs", "dev", "ca.crt"), "--review", REVIEW, "--mode", mode,
-               "--duration", str(args.duration), "--json", "--server-pid", str(server.pid)]
-    if mode == "rate":
-        command += ["--rate", str(args.rate)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=args.duration * 4 + 60)
-    if done.returncode != 0:
-        print(done.stderr[-2000:], file=sys.stderr)
-        return {}
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -76,14 +44,15 @@ def main() -> None:
     servers = {}
     try:
         for index, (side, tree) in enumerate(trees.items()):
-            servers[side] = (serve(tree, 18443 + index), 18443 + index)
+            servers[side] = (serve(18443 + index, tree=tree), 18443 + index)
         samples: dict[tuple[str, str], list[float]] = {}
         for round_number in range(args.rounds):
             order = ("base", "new") if round_number % 2 == 0 else ("new", "base")
             for side in order:
                 server, port = servers[side]
-                saturated = load(trees[side], port, server, "saturate", args)
-                paced = load(trees[side], port, server, "rate", args)
+                saturated = load(port, "saturate", args.duration, tree=trees[side], server_pid=server.pid, warmup=2)
+                paced = load(port, "rate", args.duration, args.rate, tree=trees[side], server_pid=server.pid,
+                             warmup=2)
                 for name, value in (("saturated reviews/s", saturated.get("reviews_per_s")),
                                     (f"p99 ms at {args.rate:.0f}/s", paced.get("p99_ms")),
                                     ("errors", (saturated.get("errors") or 0) + (paced.get("errors") or 0)),
@@ -99,11 +68,7 @@ def main() -> None:
                 print(f"{name:<24} base {b:>10,.2f}  new {n:>10,.2f}  ratio {n / b if b else float('nan'):5.3f}")
     finally:
         for server, _ in servers.values():
-            server.terminate()
-            try:
-                server.wait(20)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            stop(server)
         for tree in trees.values():
             if tree != ROOT:
                 subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", tree], capture_output=True)

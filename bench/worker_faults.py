@@ -14,15 +14,11 @@ import argparse
 import json
 import os
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-REVIEW = os.path.join(ROOT, "examples", "pytorchjob-gpu.json")
+from served import load, serve, stop
 
 
 def workers(pid: int) -> list[int]:
@@ -40,17 +36,9 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=18643)
     parser.add_argument("--signals", default="TERM,KILL", help="comma-separated: TERM, KILL")
     args = parser.parse_args()
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    server = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--dev", "--port", str(args.port),
-                               "--no-cluster", "--workers", "2"], cwd=ROOT, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = serve(args.port, ["--workers", "2"])
     events = []
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(workers(server.pid)) < 2:
-            time.sleep(0.3)
-        socket.create_connection(("127.0.0.1", args.port), timeout=5).close()
-        time.sleep(1)
         before = workers(server.pid)
 
         chosen = [getattr(signal, f"SIG{name.strip().upper()}") for name in args.signals.split(",") if name.strip()]
@@ -66,22 +54,12 @@ def main() -> int:
 
         killer = threading.Thread(target=faults, daemon=True)
         killer.start()
-        load = subprocess.run([sys.executable, os.path.join(HERE, "load.py"), "--url",
-                               f"https://127.0.0.1:{args.port}/validate", "--cacert",
-                               os.path.join(ROOT, "certs", "dev", "ca.crt"), "--review", REVIEW, "--mode", "rate",
-                               "--rate", str(args.rate), "--duration", str(args.seconds), "--warmup", "0", "--json"],
-                              capture_output=True, text=True, timeout=args.seconds * 3 + 60)
+        result = load(args.port, "rate", args.seconds, args.rate)
         killer.join(5)
         time.sleep(3)  # the arbiter's replacements
         after = workers(server.pid)
-        lines = load.stdout.strip().splitlines()  # load.py exits 1 when some review failed; the summary is printed
-        result = json.loads(lines[-1]) if lines else {"stderr": load.stderr[-500:]}
     finally:
-        server.terminate()
-        try:
-            server.wait(20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop(server)
     summary = {"events": events, "ok": result.get("ok"), "errors": result.get("errors"),
                "first_errors": result.get("first_errors"), "p99_ms": result.get("p99_ms"),
                "workers_before": len(before), "workers_after": len(after),
