@@ -31,15 +31,16 @@ def digest(text: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _record() -> tuple[frozenset]:
+def _record() -> frozenset:
+    """The [schema digest, document digest] pairs that passed."""
     try:
         with open(RECORD_FILE, encoding="utf-8") as handle:
             data = json.load(handle)
-        return (frozenset(tuple(pair) for pair in data["passed"]),)
+        return frozenset(tuple(pair) for pair in data["passed"])
     except (OSError, ValueError, KeyError, TypeError):
-        return (frozenset(),)  # no record, or a broken one: everything is checked
+        return frozenset()  # no record, or a broken one: everything is checked
 
 
 def passed(schema_text: str, text: str) -> bool:
     """Whether this exact document text passed this exact schema when the bundle was built."""
-    return (digest(schema_text), digest(text)) in _record()[0]
+    return (digest(schema_text), digest(text)) in _record()
