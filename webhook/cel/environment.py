@@ -226,9 +226,11 @@ class Expression:
     def __init__(self, source: str, params: dict | None = None, memo: Any = None,
                  declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None):
         """`declarations` maps each variable the rule's level binds to its type (None: any name, as dyn);
-        `memo` (duck-typed: language/checks.py `Checks`) may answer Python's compile: `compile(python, filename)`."""
+        `memo` (duck-typed: language/checks.py `Checks`) may answer Python's compile: `compile(python, filename)`,
+        and (language/celmemo.py `PolicyChecks`) this check: `checked(source, params, declarations, limits)`."""
         self.source = source
-        variables, self.reference, self.type = checked(source, params, declarations, limits)
+        check = getattr(memo, "checked", None) or checked
+        variables, self.reference, self.type = check(source, params, declarations, limits)
         if params is not None:
             try:
                 source = inline_params(source, params)
