@@ -21,7 +21,6 @@ spec:
 """
 
 NOT_FOR_ONE_FILE = (
-    "dataclasses",  # and `inspect` with it: the command line's data classes are model/plain.py's
     "multiprocessing",  # --jobs: only a large input forks (app/parallel.py)
     "zoneinfo",  # a CEL rule naming a time zone (cel/timestamps.py)
     "jsonschema",  # the schema checks of the bundle are on record (policies/checked.json)

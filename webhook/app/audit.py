@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from webhook.model.plain import dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
 from webhook.engine.core import Engine

@@ -21,7 +21,7 @@ MAX_STEPS, MAX_SIZE). The limits are configurable (Limits).
 
 from __future__ import annotations
 
-from webhook.model.plain import dataclass
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from webhook.cel.checker import CheckError, children

@@ -15,7 +15,7 @@ Kubernetes' syntax (`\\z` accepted, look-behind rejected).
 from __future__ import annotations
 
 import fnmatch
-from webhook.model.plain import dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Optional
 

@@ -9,7 +9,7 @@ a mutation applied to the working copy is seen by every later rule.
 from __future__ import annotations
 
 import base64
-from webhook.model.plain import dataclass
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from webhook.cel.environment import Activation

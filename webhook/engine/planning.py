@@ -8,7 +8,7 @@ whether its template has a pod spec: planned once per engine.
 
 from __future__ import annotations
 
-from webhook.model.plain import dataclass
+from dataclasses import dataclass
 from typing import Optional
 
 from webhook.k8s.workload import Container, PodTemplate

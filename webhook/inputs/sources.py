@@ -12,7 +12,7 @@ import os
 import stat
 import sys
 from contextlib import contextmanager
-from webhook.model.plain import dataclass, field
+from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional
 
 import yaml

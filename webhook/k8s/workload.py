@@ -8,7 +8,7 @@ untrusted) happens here once per resource so that policies only match on it.
 from __future__ import annotations
 
 import fnmatch
-from webhook.model.plain import dataclass, field
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Iterator, Optional
 

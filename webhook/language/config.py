@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
-from webhook.model.plain import dataclass, field
+from dataclasses import dataclass, field
 from typing import Optional
 
 from webhook.cel.cost import Limits

@@ -7,7 +7,7 @@ read by the engine. Nothing here parses or checks anything.
 from __future__ import annotations
 
 import fnmatch
-from webhook.model.plain import dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 from webhook.cel.environment import Expression, Template

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from webhook.model.plain import dataclass, field
+from dataclasses import dataclass, field
 from typing import Optional
 
 from webhook.model import pointer as jp

@@ -8,7 +8,7 @@ object (context). Nothing downstream needs to know which one it was.
 
 from __future__ import annotations
 
-from webhook.model.plain import dataclass, field
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Optional
 

@@ -8,7 +8,7 @@ kind and name. Every report format asks this module, so they all agree.
 
 from __future__ import annotations
 
-from webhook.model.plain import dataclass
+from dataclasses import dataclass
 from typing import Optional
 
 from webhook.model import pointer as jp
