@@ -12,9 +12,8 @@ Two things are worth keeping, both measured (bench/RESULTS.md):
   their JSON Schema costs 0.025 s, and importing `jsonschema` to do it 0.05 s;
   checking every CEL expression with the reference library 0.02 s, and loading
   it 0.01 s: on every run, for files that rarely change. A document whose exact
-  text passed the exact schema passes again, and the expressions of a policy
-  document the same checker accepted are accepted again with the same variables
-  and types (language/celmemo.py; 0.03 s for the bundle): that is all that is kept.
+  text passed the exact schema passes again, and an expression the same checker
+  accepted is accepted again with the same variables: that is all that is kept.
 
 Keys are digests of everything the result depends on (the generated source; the
 document's text, the schema's, the checker's installation), in a directory named

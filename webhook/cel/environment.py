@@ -226,11 +226,9 @@ class Expression:
     def __init__(self, source: str, params: dict | None = None, memo: Any = None,
                  declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None):
         """`declarations` maps each variable the rule's level binds to its type (None: any name, as dyn);
-        `memo` (duck-typed: language/checks.py `Checks`) may answer Python's compile: `compile(python, filename)`,
-        and (language/celmemo.py `PolicyChecks`) this check: `checked(source, params, declarations, limits)`."""
+        `memo` (duck-typed: language/checks.py `Checks`) may answer Python's compile: `compile(python, filename)`."""
         self.source = source
-        check = getattr(memo, "checked", None) or checked
-        variables, self.reference, self.type = check(source, params, declarations, limits)
+        variables, self.reference, self.type = checked(source, params, declarations, limits)
         if params is not None:
             try:
                 source = inline_params(source, params)

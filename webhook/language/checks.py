@@ -1,9 +1,9 @@
 """What earlier checks of the same text found: consulted before a policy or config check is run again.
 
 Loading checks every policy and config document against its JSON Schema (and
-every CEL expression with aiadmit's own checker; what it found for a document is
-replayed from the disk cache by language/celmemo.py); this is what makes a
-broken policy fail to load with file, line and field. Two stores remember answers that cannot change for the same input, by content:
+every CEL expression with aiadmit's own checker, which needs no memory: it is
+fast); this is what makes a broken policy fail to load with file, line and
+field. Two stores remember answers that cannot change for the same input, by content:
 
 - the built-in bundle's record (`policies/checked.json`, language/record.py),
   written when the bundle was built and consulted in every entry point;

@@ -18,7 +18,6 @@ from typing import Any, Optional
 from webhook.cel.checker import Struct
 from webhook.cel.cost import Limits
 from webhook.cel.environment import CelError, Expression, MessageExpression, Template, required_presence
-from webhook.language.celmemo import PolicyChecks
 from webhook.language.checks import Checks
 from webhook.language.declarations import for_level
 from webhook.language.policy import Match, Mutation, Policy, Rule
@@ -50,7 +49,6 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     params = copy.deepcopy(doc.get("params") or {})
     for key, value in (params_override or {}).items():
         params[key] = value
-    checks = PolicyChecks(checks, doc, params, limits)  # replays what the checker found for this very document
     problems: list[tuple] = []
     named, levels = _variables(doc, params, checks, problems, limits)
 
@@ -149,7 +147,6 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             problems.append((f"/rules/{position}/name", f"rule name {name!r} is used twice"))
     if problems:
         raise Problems(problems)
-    checks.finish()
 
     raw_match = doc.get("match") or {}
     match = Match(
@@ -178,7 +175,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         named=named,
         source=source,
         document=doc,
-        checks=checks.checks,
+        checks=checks,
     )
 
 

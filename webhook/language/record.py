@@ -2,8 +2,7 @@
 
 Every run checks its policies and config before it evaluates anything: each
 document against its JSON Schema (and each CEL expression with aiadmit's own
-checker, cel/checker.py, which the record does not answer: the command line's
-disk cache does, language/celmemo.py). For the bundle and
+checker, cel/checker.py, fast enough to need no record). For the bundle and
 default config that ship with aiadmit the schema checks always give the same
 answer, yet a first run paid for them (importing jsonschema included;
 bench/RESULTS.md), and so did every webhook start and every CI job without a
