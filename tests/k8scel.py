@@ -5,7 +5,7 @@ the tool builds the ValidatingAdmissionPolicy environment exactly as the API ser
 v0.34.4) and answers, for each expression, whether it compiles (with Kubernetes' error text), its value over the
 given variables, and cel-go's cost estimate with Kubernetes' cost model. A test tool only, never the product.
 
-`oracle()` builds it with tests/tools/k8scel/build.sh (cached in ~/.cache/aiadmit-e2e/k8scel-<hash>; bounded by
+The `oracle` fixture builds it with tests/tools/k8scel/build.sh (cached in ~/.cache/aiadmit-e2e/k8scel-<hash>; bounded by
 AIADMIT_K8SCEL_BUILD_TIMEOUT seconds, default 900) and raises Unavailable, with the exact reason, when Go is missing
 or the build fails: the tests skip with that reason. AIADMIT_K8SCEL=/path uses a prebuilt binary.
 """
@@ -20,6 +20,8 @@ import subprocess
 import sys
 import threading
 from typing import Any, Iterable, Optional
+
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.join(HERE, "tools", "k8scel", "build.sh")
@@ -42,36 +44,51 @@ _FAILED: list = []  # the reason, once a build failed: not retried by every test
 
 
 @functools.lru_cache(maxsize=1)
-def binary() -> str:
+def binary(announce=None) -> str:
     """The oracle's path, built on first call (once per process); Unavailable with the reason otherwise."""
     if _FAILED:
         raise Unavailable(_FAILED[0])
     try:
-        return _build()
+        return _build(announce) if announce else _build()
     except Unavailable as exc:
         _FAILED.append(str(exc))
         raise
 
 
-def _build() -> str:
+def _build(announce=lambda line: print(line, file=sys.stderr, flush=True)) -> str:
     if os.environ.get("AIADMIT_K8SCEL"):
         return os.environ["AIADMIT_K8SCEL"]
     go = _go()
     env = dict(os.environ, **({"AIADMIT_E2E_GO": go} if go else {}))
-    print(f"aiadmit: locating/building the Kubernetes CEL oracle with tests/tools/k8scel/build.sh (a Go build of "
-          f"k8s.io/apiserver's CEL, cached in ~/.cache/aiadmit-e2e; about a minute cold, at once warm; "
-          f"limit {TIMEOUT:.0f} s)", file=sys.stderr, flush=True)
+    announce("aiadmit: the Kubernetes CEL oracle (tests/tools/k8scel, a Go build of k8s.io/apiserver's CEL) is "
+             "located or built by tests/tools/k8scel/build.sh, cached in ~/.cache/aiadmit-e2e: about a minute "
+             f"cold, at once warm (limit {TIMEOUT:.0f} s, AIADMIT_K8SCEL_BUILD_TIMEOUT; -m 'not k8scel' skips it)")
+    proc = subprocess.Popen(["bash", BUILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    tail: list[str] = []
+
+    def progress() -> None:  # build.sh's own lines (what it builds and why) as they come
+        for line in proc.stderr:
+            tail.append(line)
+            del tail[:-40]
+            if line.startswith("[aiadmit k8scel]"):
+                announce(line.rstrip())
+
+    reader = threading.Thread(target=progress, daemon=True)
+    reader.start()
     try:
-        done = subprocess.run(["bash", BUILD], capture_output=True, text=True, env=env, timeout=TIMEOUT)
+        stdout, _ = proc.communicate(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
         raise Unavailable(f"tests/tools/k8scel/build.sh did not finish within {TIMEOUT:.0f} s "
                           "(AIADMIT_K8SCEL_BUILD_TIMEOUT)") from None
-    if done.returncode == 127:
+    reader.join(timeout=10)
+    if proc.returncode == 127:
         raise Unavailable("the Kubernetes CEL oracle is not cached and no Go toolchain builds it (Go on PATH, at "
                           "/usr/local/go/bin, or AIADMIT_E2E_GO; or AIADMIT_K8SCEL=prebuilt binary)")
-    if done.returncode != 0:
-        raise Unavailable(f"tests/tools/k8scel/build.sh failed (exit {done.returncode}): {done.stderr[-2000:]}")
-    return done.stdout.strip().splitlines()[-1]
+    if proc.returncode != 0:
+        raise Unavailable(f"tests/tools/k8scel/build.sh failed (exit {proc.returncode}): {''.join(tail)[-2000:]}")
+    return stdout.strip().splitlines()[-1]
 
 
 class Oracle:
@@ -122,14 +139,35 @@ class Oracle:
             self.proc.wait()
 
 
-@functools.lru_cache(maxsize=1)
-def oracle() -> Oracle:
-    """The session's oracle process (Unavailable with the reason when it cannot be built)."""
-    import atexit
+_RUNNING: list = []
 
-    running = Oracle(binary())
-    atexit.register(running.close)
-    return running
+
+def running(announce=None) -> Oracle:
+    """The session's oracle process (Unavailable with the reason when it cannot be built)."""
+    if not _RUNNING:
+        import atexit
+
+        _RUNNING.append(Oracle(binary(announce)))
+        atexit.register(_RUNNING[0].close)
+    return _RUNNING[0]
+
+
+@pytest.fixture(scope="session")
+def oracle(request) -> Oracle:
+    """The fixture the k8scel tests import: the oracle, or a skip with the exact reason."""
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+
+    def announce(line: str) -> None:  # to the terminal now, even while pytest captures output
+        if reporter is None or capture is None:
+            print(line, file=sys.__stderr__, flush=True)
+            return
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(line)
+    try:
+        return running(announce)
+    except Unavailable as exc:
+        pytest.skip(str(exc))
 
 
 # ---------------------------------------------------------------------------------------------- comparing values

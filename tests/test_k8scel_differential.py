@@ -19,6 +19,7 @@ import pytest
 
 import celspec
 import k8scel
+from k8scel import oracle  # noqa: F401 - the fixture (built once per session)
 from test_celconformance import DATA, skip_reason
 from webhook.cel.environment import Expression, new_context
 
@@ -124,14 +125,6 @@ KNOWN_CONFORMANCE: dict[str, str] = {
 
 def _conformance_reason(label: str):
     return next((reason for prefix, reason in KNOWN_CONFORMANCE.items() if label.startswith(prefix)), None)
-
-
-@pytest.fixture(scope="module")
-def oracle():
-    try:
-        return k8scel.oracle()
-    except k8scel.Unavailable as exc:
-        pytest.skip(str(exc))
 
 
 def _plain(value) -> bool:

@@ -19,6 +19,7 @@ from collections import Counter
 import pytest
 
 import k8scel
+from k8scel import oracle  # noqa: F401 - the fixture (built once per session)
 from testdata import CORPUS
 from webhook.cel.environment import new_context
 from webhook.engine.binding import bind_resource, bind_variables, enter
@@ -56,14 +57,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 }
 
 ENGINE = Engine.load()
-
-
-@pytest.fixture(scope="module")
-def oracle():
-    try:
-        return k8scel.oracle()
-    except k8scel.Unavailable as exc:
-        pytest.skip(str(exc))
 
 
 @pytest.fixture(scope="module")
@@ -138,8 +131,7 @@ def _requests(builtins, context, policy, level, names):
     return out
 
 
-def test_portable_builtin_expressions_give_kubernetes_answers_over_the_corpus(compiled):
-    oracle = k8scel.oracle()
+def test_portable_builtin_expressions_give_kubernetes_answers_over_the_corpus(oracle, compiled):
     names = k8scel.aiadmit_names()
     portable: dict = {}
     for builtin, answer in compiled:
