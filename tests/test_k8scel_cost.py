@@ -23,7 +23,6 @@ import pytest
 
 import k8scel
 from k8scel import oracle  # noqa: F401 - the fixture (built once per session)
-from test_celbounds import DOUBLING, NESTED, UNLIMITED, _context
 from webhook.cel import cost as costs
 from webhook.cel.environment import CelError, Expression
 from webhook.cel.parser import parse_with_positions
@@ -31,6 +30,19 @@ from webhook.engine.core import Engine
 from webhook.language.declarations import CONTAINER
 
 pytestmark = pytest.mark.k8scel
+
+# The shapes of tests/test_celbounds.py (restated: a test module imports no other).
+NESTED = ("pod.containers.all(a, pod.containers.all(b, pod.containers.all(c, "
+          "a.name != 'x' && b.name != 'x' && c.name != 'x')))")
+DOUBLING = "cel.bind(a, container.image + container.image, " + "".join(
+    f"cel.bind({n}, {p} + {p}, " for p, n in zip("abcdefgh", "bcdefghi")) + "size(i) > 0" + ")" * 9
+UNLIMITED = costs.Limits(per_expression=float("inf"), max_value_factor=float("inf"))
+
+
+def _context() -> dict:
+    """400 containers of 100-character images, and a container with a 100,000-character one."""
+    return {"pod": {"containers": [{"name": f"c{i}", "image": "x" * 100} for i in range(400)]},
+            "container": {"name": "c", "image": "y" * 100_000}}
 
 # The hostile shapes of tests/test_celbounds.py, spelt so that Kubernetes can read them (join as a method).
 HOSTILE = {
