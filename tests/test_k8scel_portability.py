@@ -80,6 +80,11 @@ def test_every_portable_builtin_expression_compiles_in_kubernetes(compiled):
             stale.append(builtin.key)
         if not portable and answer["compiled"]:
             extension_compiles.append(f"{builtin.key} ({', '.join(sorted(builtin.uses))})")
+        # A VAP validation (and a matchCondition) must be a bool, a messageExpression a string: Kubernetes checks it.
+        wanted = "bool" if builtin.where.endswith((".expression", ".when")) else \
+            "string" if builtin.where.endswith(".messageExpression") else None
+        if answer["compiled"] and wanted and answer["outputType"] not in (wanted, "dyn"):
+            failures.append(f"{builtin.key}: Kubernetes types it {answer['outputType']}, a VAP needs {wanted}")
     missing = KNOWN_NOT_PORTABLE - {b.key for b, _ in compiled}
     uses = Counter(u for b, _ in compiled for u in b.uses)
     print(f"\nbuilt-in expressions: {len(compiled)}; portable (no declared extension): "
