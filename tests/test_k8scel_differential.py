@@ -259,3 +259,18 @@ def test_the_comparison_tells_ints_from_doubles_and_values_apart(oracle):
     assert answer["value"] == 4 and k8scel.same(4, answer["value"]) and not k8scel.same(4.0, answer["value"])
     assert k8scel.outcome("x", lambda: 5, answer)[0] == "differ"
     assert oracle.one("1 + 'a'")["compiled"] is False
+
+
+def test_the_oracle_is_the_vap_environment(oracle):
+    """What only the VAP environment of 1.34 has: typed `request` and `namespaceObject`, the authorizer, the 1.34
+    libraries (lists v3, semver), and no cel.bind or math."""
+    answers = {e: oracle.one(e, eval=False)["compiled"] for e in (
+        "request.userInfo.username == ''", "request.nosuchfield", "namespaceObject.metadata.name == ''",
+        "authorizer.group('').resource('pods').check('get').allowed()", "[1].sort() == [1]",
+        "isSemver('1.0.0')", "cel.bind(x, 1, x)", "math.greatest(1, 2)", "undeclared + 1")}
+    assert answers == {
+        "request.userInfo.username == ''": True, "request.nosuchfield": False,
+        "namespaceObject.metadata.name == ''": True,
+        "authorizer.group('').resource('pods').check('get').allowed()": True, "[1].sort() == [1]": True,
+        "isSemver('1.0.0')": True, "cel.bind(x, 1, x)": False, "math.greatest(1, 2)": False,
+        "undeclared + 1": False}
