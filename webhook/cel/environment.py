@@ -77,13 +77,13 @@ def _reference_library() -> Any:
     return cel
 
 
-def _compile(source: str, memo: Any) -> Any:
+def _compile(source: str, memo: Any, qualified: frozenset = frozenset()) -> Any:
     """The native program for `source`, or the reference library's when the native compiler lacks a feature.
 
     Only a source aiadmit's checker accepted gets here: nothing deeper or longer than the reference library takes.
     """
     try:
-        return compile_native(source, FUNCTIONS, memo)  # `memo.compile` may answer Python's compile from a cache
+        return compile_native(source, FUNCTIONS, memo, qualified)  # `memo.compile` may answer from a cache
     except (Unsupported, ParseError):
         return _Reference(_reference_library().compile(source))
 
@@ -242,7 +242,8 @@ class Expression:
     @property
     def program(self) -> Any:
         if self._program is None:  # two threads may both compile it: the same program, either one kept
-            self._program = _compile(self.compiled, self._memo)
+            self._program = _compile(self.compiled, self._memo,
+                                     frozenset(name for name in self.variables if "." in name))
         return self._program
 
     @property
