@@ -226,9 +226,12 @@ class Expression:
     def __init__(self, source: str, params: dict | None = None, memo: Any = None,
                  declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None):
         """`declarations` maps each variable the rule's level binds to its type (None: any name, as dyn);
-        `memo` (duck-typed: language/checks.py `Checks`) may answer Python's compile: `compile(python, filename)`."""
+        `memo` (duck-typed: language/checks.py `Checks`) may answer the check, `checked(source, params,
+        declarations, limits, checked)`, and Python's compile: `compile(python, filename)`."""
         self.source = source
-        variables, self.reference, self.type = checked(source, params, declarations, limits)
+        recorded = getattr(memo, "checked", None)  # the bundle's record may answer (language/checks.py)
+        variables, self.reference, self.type = (checked(source, params, declarations, limits) if recorded is None
+                                                else recorded(source, params, declarations, limits, checked))
         if params is not None:
             try:
                 source = inline_params(source, params)
