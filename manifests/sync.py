@@ -24,8 +24,8 @@ What is derived in the deployment (kustomize base, components, Helm chart), not 
    same markers in `templates/webhooks.yaml`.
 5. `policies/checked.json`: the checks of the bundle and default config, done
    now and recorded by content, so that loading the unchanged bundle needs
-   neither jsonschema nor the reference CEL library (webhook/language/record.py,
-   written by webhook/app/bundlerecord.py).
+   neither jsonschema nor a CEL check (webhook/language/record.py, written by
+   webhook/app/bundlerecord.py; a change to webhook/cel/ changes every CEL key).
 
 Usage: `python3 manifests/sync.py` rewrites what is stale and names it;
 `python3 manifests/sync.py --check` changes nothing and exits 1 if anything is

@@ -147,7 +147,6 @@ def _bug(source: str, reason: str):
 
 _BOOL_KEY = "native merges the map keys true and 1 (a Python dict); CEL keeps them apart (Rust does)"
 NATIVE_BUGS = [
-    _bug('double("nan") < 1.0', "native answers false; NaN cannot be ordered (Rust and cel-go raise)"),
     _bug("{1: 'a', true: 'b'}[1]", _BOOL_KEY), _bug("size({1: 'a', true: 'b'})", _BOOL_KEY),
     _bug("{1: 'a', true: 'b'}[true]", _BOOL_KEY),
 ]
@@ -155,6 +154,7 @@ NATIVE_BUGS = [
 FIXED = [
     "-9223372036854775808 % -1", "string(-0.0)", r"'\uD83D\uDE00'", 'int(" 1")', 'int("1_000")', 'int("١")',
     'uint("1_0")', 'double(" 1.5 ")', "int(-9.2233720368547758e18)",
+    'double("nan") < 1.0', '1.0 > double("nan")', 'double("nan") <= double("nan")', '1 < double("nan")',
 ]
 
 _SIZE = "size() counts code points (spec); Rust counts UTF-8 bytes"

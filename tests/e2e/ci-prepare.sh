@@ -8,6 +8,7 @@
 #     tests of tests/e2e/install that need it skip and say so
 #  4. the aiadmit image: manifests/image/build.sh (about 2 minutes cold)
 #  5. helm: tests/e2e/cluster/build-helm.sh (tests/e2e/test_helm_chart.py)
+#  6. the Kubernetes CEL oracle: tests/tools/k8scel/build.sh (tests/test_k8scel_*.py; about a minute cold)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -15,6 +16,7 @@ warn() { printf '[ci-prepare] warning: %s\n' "$*" >&2; }
 
 "$here/cluster/build.sh"
 "$here/cluster/build-helm.sh"
+"$repo/tests/tools/k8scel/build.sh"
 
 packages=(mmdebstrap containerd runc containernetworking-plugins iptables)
 missing=()

@@ -82,7 +82,10 @@ def validate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None
     pre_existing: set = set()
     if request.get("operation") == "UPDATE" and isinstance(request.get("oldObject"), dict):
         old = engine.evaluate(resource_of(request, "oldObject"), facts, deadline)
-        pre_existing = {f.key() for f in old.findings if f.blocking}
+        # A policy reading `oldObject` judges a change: on the old object (which has no old object of its own) its
+        # verdict means nothing, and must not excuse the same finding on the new one as "already present".
+        judges_change = {p.id for p in engine.policies if any("oldObject" in e.variables for e in p.expressions())}
+        pre_existing = {f.key() for f in old.findings if f.blocking and f.policy not in judges_change}
     trusted = request.get("operation") == "CREATE" and trusted_requester(
         request, engine.config.trusted_controllers)
     blocking: list[Finding] = []

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
+from webhook.cel.tree import depth, resolve
 from webhook.cel.parser import UInt
 
 DYN = "dyn"
@@ -84,38 +85,6 @@ def type_of_value(value: Any) -> Any:
     return DYN
 
 
-def depth(tree: tuple) -> int:
-    """The nesting depth of a tree, without recursion (a 15,000-term `+` chain must not overflow the stack)."""
-    deepest, stack = 0, [(tree, 1)]
-    while stack:
-        node, level = stack.pop()
-        deepest = max(deepest, level)
-        for child in children(node):
-            stack.append((child, level + 1))
-    return deepest
-
-
-def children(node: tuple) -> list:
-    kind = node[0]
-    if kind in ("lit", "ident"):
-        return []
-    if kind in ("select", "optselect", "not", "neg", "optitem"):
-        return [node[1]]
-    if kind in ("index", "optindex"):
-        return [node[1], node[2]]
-    if kind == "binary":
-        return [node[2], node[3]]
-    if kind in ("and", "or", "list"):
-        return list(node[1])
-    if kind == "map":
-        return [part for entry in node[1] for part in entry]
-    if kind == "cond":
-        return [node[1], node[2], node[3]]
-    if kind == "call":
-        return ([node[2]] if node[2] is not None else []) + list(node[3])
-    return []
-
-
 def _accepts(kind: Any, wanted: str) -> bool:
     if kind == DYN or wanted == "any":
         return True
@@ -139,6 +108,8 @@ class Checker:
         self.declarations = declarations
         self.lenient = lenient  # every undeclared free name is a dyn variable (the API without a level)
         self.functions = functions
+        # declared dotted names (`a.b.c`): CEL's qualified-name resolution, tried only when there are any
+        self.qualified = frozenset(name for name in declarations if "." in name)
         self.free: set[str] = set()
         self.reference_only = False
         self.type: Any = DYN  # the checked expression's type
@@ -186,7 +157,22 @@ class Checker:
         raise self.fail(node, f"a {show(operand)} has no fields (selecting {field!r})")
 
     def _select(self, node: tuple, scope: Mapping) -> Any:
+        if self.qualified:
+            found = self._qualified(node, scope)
+            if found is not None:
+                return found
         return self._field(node, self.check(node[1], scope), node[2])
+
+    def _qualified(self, node: tuple, scope: Mapping) -> Any:
+        """The type of a selection that CEL's name resolution reads as a dotted variable (cel/tree.py), or None."""
+        found = resolve(node, scope, self.qualified)
+        if found is None:
+            return None
+        self.free.add(found[0])
+        kind = self.declarations[found[0]]
+        for step in found[1]:
+            kind = self._field(step, kind, step[2])
+        return kind
 
     def _optselect(self, node: tuple, scope: Mapping) -> Any:
         self._field(node, self.check(node[1], scope), node[2])

@@ -29,6 +29,7 @@ from webhook.cel import conversions as cv
 from webhook.cel import runtime as rt
 from webhook.cel.comprehensions import Comprehensions
 from webhook.cel.folding import fold
+from webhook.cel.tree import resolve
 from webhook.cel.parser import parse
 from webhook.cel.runtime import TYPES, Unsupported
 
@@ -38,7 +39,7 @@ _HELPERS = {
     "_sel": rt.select, "_idx": rt.index, "_fail": rt.fail, "_overload": rt.overload, "_neg": rt.negate,
     "_has": rt.has_field, "_iter": rt.iterable, "_map": rt.make_map, "_translate": rt.translate,
     "_optsel": rt.opt_select, "_over": rt.over_budget, "_pairs": rt.pairs, "_optlist": rt.opt_list,
-    "_optentries": rt.opt_entries, "_Opt": rt.Optional, "_NONE": rt.NONE,
+    "_optentries": rt.opt_entries, "_unordered": rt.unordered, "_Opt": rt.Optional, "_NONE": rt.NONE,
 }
 BUILTINS: dict[str, tuple[int, Callable]] = {
     "size": (1, rt.size),
@@ -67,13 +68,15 @@ class Program:
         self.python = python  # the generated source, for whoever debugs a rule
 
 
-def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = None) -> Program:
+def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = None,
+                   qualified: frozenset = frozenset()) -> Program:
     """Compile `source`; ParseError if it is not CEL, Unsupported if it needs the reference library.
 
     `cache.compile(python, filename)`, when given (language/checks.py), may answer Python's compile of the
-    generated source from the command line's disk cache.
+    generated source from the command line's disk cache. `qualified`: the dotted variable names (`a.b.c`) the
+    checker resolved in `source`, read as one variable each (CEL's qualified-name resolution, longest first).
     """
-    generator = _Generator(functions)
+    generator = _Generator(functions, qualified)
     body: list[str] = []
     try:
         result = generator.value(fold(parse(source)), body, "        ", {})
@@ -115,8 +118,9 @@ class _Generator(Comprehensions):
     variables to the Python locals that carry them.
     """
 
-    def __init__(self, functions: Mapping[str, Callable]):
+    def __init__(self, functions: Mapping[str, Callable], qualified: frozenset = frozenset()):
         self.functions = functions
+        self.qualified = qualified
         self.free: set[str] = set()
         self.constants: dict[str, Any] = {}
         self.count = 0
@@ -171,6 +175,10 @@ class _Generator(Comprehensions):
     # access
     def _path(self, node: tuple, out: list, indent: str, scope: dict) -> str | None:
         """`container.resources.requests["cpu"]`: walked step by step into one local."""
+        if self.qualified:
+            node = self._qualify(node, scope)
+            if node[0] == "ident":
+                return self._ident(node, out, indent, scope)
         steps = []
         while True:
             if node[0] == "select":
@@ -192,6 +200,20 @@ class _Generator(Comprehensions):
             else:
                 out.append(f"{indent}{local} = _idx({local}, {step})")
         return local
+
+    def _qualify(self, node: tuple, scope: dict) -> tuple:
+        """`node` with the longest declared dotted prefix of its selection chain (`a.b` of `a.b.c[0]`) made one
+        identifier (`("ident", "a.b")`), as the checker resolved it (cel/tree.py)."""
+        if node[0] == "index":
+            inner = self._qualify(node[1], scope)
+            return node if inner is node[1] else ("index", inner, node[2])
+        found = resolve(node, scope, self.qualified)
+        if found is None:
+            return node
+        rebuilt: tuple = ("ident", found[0])
+        for step in found[1]:
+            rebuilt = ("select", rebuilt, step[2])
+        return rebuilt
 
     def _select(self, node: tuple, out: list, indent: str, scope: dict) -> str:
         return self._path(node, out, indent, scope)
@@ -237,9 +259,13 @@ class _Generator(Comprehensions):
                 literal = kinds[0] if kinds[0] in (int, float) else kinds[1]
                 other = right if kinds[0] in (int, float) else left
                 check = f"type({other}) is {literal.__name__}"
+                nan = f"{other} != {other}" if literal is float else None  # a literal is never NaN
             else:  # same Python type, int or float: a mixed pair compares as doubles in _less (cel-go)
                 check = f"type({left}) is type({right}) and (type({left}) is float or type({left}) is int)"
-            return f"(({left} {op} {right}) if {check} else _less({left}, {right}, {op!r}))"
+                nan = f"{left} != {left} or {right} != {right}"
+            # a NaN orders as false in Python, an error in CEL: looked for only when the comparison said false
+            test = f"({left} {op} {right})" if nan is None else f"({left} {op} {right} or (({nan}) and _unordered()))"
+            return f"({test} if {check} else _less({left}, {right}, {op!r}))"
         if op == "in":
             checks = [f"type({right}) is dict"] + ([] if _literal_type(left_node) is str else [f"type({left}) is str"])
             return f"(({left} in {right}) if {' and '.join(checks)} else _in({right}, {left}))"

@@ -59,7 +59,10 @@ def to_double(value: Any) -> float:
     if kind is str:
         if not _DOUBLE.fullmatch(value):
             raise EvalError(f"double() cannot parse {value!r}")
-        return float(value)
+        parsed = float(value)
+        if parsed in (math.inf, -math.inf) and "n" not in value.lower():  # 1e400: out of range, as in Kubernetes
+            raise EvalError(f"double() of {value!r}: out of range")
+        return parsed
     raise overload("double", value)
 
 

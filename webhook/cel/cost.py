@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from webhook.cel.checker import CheckError, children
+from webhook.cel.checker import CheckError
+from webhook.cel.tree import children
 
 _STRING_FUNCTIONS = frozenset({"matches", "find", "findAll", "contains", "startsWith", "endsWith", "split",
                                "replace", "indexOf", "lastIndexOf", "join", "lowerAscii", "upperAscii", "trim",

@@ -77,13 +77,13 @@ def _reference_library() -> Any:
     return cel
 
 
-def _compile(source: str, memo: Any) -> Any:
+def _compile(source: str, memo: Any, qualified: frozenset = frozenset()) -> Any:
     """The native program for `source`, or the reference library's when the native compiler lacks a feature.
 
     Only a source aiadmit's checker accepted gets here: nothing deeper or longer than the reference library takes.
     """
     try:
-        return compile_native(source, FUNCTIONS, memo)  # `memo.compile` may answer Python's compile from a cache
+        return compile_native(source, FUNCTIONS, memo, qualified)  # `memo.compile` may answer from a cache
     except (Unsupported, ParseError):
         return _Reference(_reference_library().compile(source))
 
@@ -226,9 +226,12 @@ class Expression:
     def __init__(self, source: str, params: dict | None = None, memo: Any = None,
                  declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None):
         """`declarations` maps each variable the rule's level binds to its type (None: any name, as dyn);
-        `memo` (duck-typed: language/checks.py `Checks`) may answer Python's compile: `compile(python, filename)`."""
+        `memo` (duck-typed: language/checks.py `Checks`) may answer the check, `checked(source, params,
+        declarations, limits, checked)`, and Python's compile: `compile(python, filename)`."""
         self.source = source
-        variables, self.reference, self.type = checked(source, params, declarations, limits)
+        recorded = getattr(memo, "checked", None)  # the bundle's record may answer (language/checks.py)
+        variables, self.reference, self.type = (checked(source, params, declarations, limits) if recorded is None
+                                                else recorded(source, params, declarations, limits, checked))
         if params is not None:
             try:
                 source = inline_params(source, params)
@@ -242,7 +245,8 @@ class Expression:
     @property
     def program(self) -> Any:
         if self._program is None:  # two threads may both compile it: the same program, either one kept
-            self._program = _compile(self.compiled, self._memo)
+            self._program = _compile(self.compiled, self._memo,
+                                     frozenset(name for name in self.variables if "." in name))
         return self._program
 
     @property

@@ -318,7 +318,10 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
     _f("asApproximateFloat", "kubernetes", (("quantity",),), "double", lambda q: _q(q, "asApproximateFloat"), True),
     _f("asInteger", "kubernetes", (("quantity",),), "int", _as_integer, True),
     _f("isInteger", "kubernetes", (("quantity",),), "bool", _is_integer, True),
-    _f("sign", "kubernetes", (("quantity",),), "int", _sign, True),
+    # Kubernetes' `sign` is a global function, sign(q) (k8s.io/apiserver cel/library/quantity.go); the method
+    # spelling is kept for the policies that use it, but a ValidatingAdmissionPolicy rejects it.
+    _f("sign", "kubernetes", (("quantity",),), "int", _sign, None,
+       "as a function (Kubernetes); `q.sign()` is the aiadmit spelling"),
     _f("add", "kubernetes", (("quantity", "number"),), "quantity",
        lambda a, b: _q(a, "add") + _q(b, "add"), True),
     _f("sub", "kubernetes", (("quantity", "number"),), "quantity",

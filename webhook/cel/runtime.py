@@ -128,6 +128,8 @@ def less(a: Any, b: Any, op: str) -> bool:
         pass
     else:
         raise overload(op, a, b)
+    if ta is float and (a != a or b != b):
+        raise unordered()
     if op == "<":
         return a < b
     if op == "<=":
@@ -264,6 +266,12 @@ def string_method(name: str) -> Callable[[Any, Any], bool]:
             return method(text, part)
         raise overload(name, text, part)
     return call
+
+
+def unordered() -> Any:
+    """Raise the error of ordering a NaN (cel-go: "NaN values cannot be ordered"), where a `<` compiled inline
+    found one: every ordering of a NaN is false in Python, so the inline test looks only when it answered false."""
+    raise EvalError("NaN values cannot be ordered")
 
 
 def fail(error: EvalError) -> Any:

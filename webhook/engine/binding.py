@@ -62,9 +62,10 @@ def bind_resource(context: Activation, scope: Scope, chosen: list, classificatio
         }
     if "object" in variables:
         context["object"] = resource.obj
-    # ValidatingAdmissionPolicy's names: the old object is not known to the engine (null, as on CREATE)
+    # ValidatingAdmissionPolicy's names: the old object of an UPDATE review (inputs/review.py), else null (CREATE,
+    # audit); data a rule reads, like `object`, and nothing else of the engine looks at it
     if "oldObject" in variables:
-        context["oldObject"] = None
+        context["oldObject"] = resource.origin.old_object if resource.origin is not None else None
     if "request" in variables:
         origin = resource.origin
         context["request"] = {

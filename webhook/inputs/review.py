@@ -81,4 +81,8 @@ def resource_of(request: dict, key: str) -> Optional[Resource]:
     if isinstance(metadata, dict) and isinstance(namespace, str) and namespace \
             and metadata.get("namespace") != namespace:
         obj["metadata"] = {**metadata, "namespace": namespace}
-    return Resource(obj, Origin(uid=request["uid"], operation=request.get("operation")))
+    # CEL's `oldObject` (ValidatingAdmissionPolicy's): the stored object on UPDATE, null otherwise (a CREATE has
+    # none, whatever a review says; the old object judged for what an UPDATE already had has none either)
+    old = request.get("oldObject") if key == "object" and request.get("operation") == "UPDATE" else None
+    return Resource(obj, Origin(uid=request["uid"], operation=request.get("operation"),
+                                old_object=old if isinstance(old, dict) else None))

@@ -33,8 +33,8 @@ CLUSTER = Struct("cluster", {
     "runtimeClasses": _STRINGS, "hpaTarget": DYN,
 })
 
-# ValidatingAdmissionPolicy's names beside aiadmit's: `object`, `oldObject` (null: aiadmit judges the object as
-# it would be admitted, and an audit has no old object), `request` (what aiadmit knows of the admission request:
+# ValidatingAdmissionPolicy's names beside aiadmit's: `object`, `oldObject` (the stored object on an UPDATE review;
+# null on CREATE and in an audit), `request` (what aiadmit knows of the admission request:
 # kind, name, namespace, operation, uid), `namespaceObject` (the namespace with its labels, when the facts know it).
 OBJECT = {"object": DYN, "oldObject": DYN, "request": DYN, "namespaceObject": DYN,
           "workload": WORKLOAD, "templates": ("list", TEMPLATE), "cluster": CLUSTER}

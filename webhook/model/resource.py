@@ -42,6 +42,7 @@ class Origin:
     operation: Optional[str] = None
     cluster: Optional[str] = None
     positions: Optional[dict] = None  # pointer -> (line, column), computed where the node was (audit workers)
+    old_object: Optional[dict] = None  # an UPDATE review's `oldObject`: CEL's `oldObject`, read-only data
 
     @property
     def located(self) -> bool:

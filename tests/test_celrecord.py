@@ -1,0 +1,73 @@
+"""The CEL checks of the built-in bundle, recorded when it was built (policies/checked.json `cel`, keyed by
+language/celrecord.py): they answer for exactly the expressions of that bundle under the same params,
+declarations, limits and checker code, and for nothing that differs by a byte."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from webhook.cel import environment
+from webhook.cel.checker import Struct
+from webhook.engine.core import Engine
+from webhook.language import celrecord
+from webhook.language.bundle import BUILTIN_POLICY_DIR
+from webhook.language.declarations import LEVELS
+from webhook.language.loader import load_policies
+from webhook.language.policy import PolicyLoadError
+
+
+@pytest.fixture
+def checker_runs(monkeypatch):
+    """The sources aiadmit's checker is run on (not answered by the record)."""
+    runs: list[str] = []
+    original = environment.checked
+
+    def counting(source, *args):
+        runs.append(source)
+        return original(source, *args)
+
+    monkeypatch.setattr(environment, "checked", counting)
+    return runs
+
+
+def test_the_unchanged_bundle_loads_without_running_the_checker(checker_runs):
+    engine = Engine.load()
+    assert len(engine.policies) == 15 and checker_runs == []
+
+
+def test_an_edited_copy_with_a_misspelt_variable_is_checked_and_fails(tmp_path, checker_runs):
+    text = open(os.path.join(BUILTIN_POLICY_DIR, "shm-sized.yaml"), encoding="utf-8").read()
+    assert "container.volumeMounts" in text
+    edited = tmp_path / "shm-sized.yaml"
+    edited.write_text(text.replace("container.volumeMounts", "contaner.volumeMounts", 1))
+    with pytest.raises(PolicyLoadError) as raised:
+        load_policies([str(edited)])
+    assert any("undeclared reference to 'contaner'" in problem for problem in raised.value.problems)
+    assert any("contaner" in source for source in checker_runs)
+
+
+def test_a_changed_checker_trusts_no_recorded_answer(monkeypatch, checker_runs):
+    monkeypatch.setattr(celrecord, "checker_identity", lambda: "another checker")
+    Engine.load()
+    assert len(checker_runs) > 100
+
+
+def test_the_key_digests_each_thing_the_answer_depends_on():
+    base = celrecord.key("container.name == 'x'", {}, LEVELS["container"], None)
+    assert base == celrecord.key("container.name == 'x'", {}, dict(LEVELS["container"]), None)
+    others = [celrecord.key("container.name == 'x' ", {}, LEVELS["container"], None),
+              celrecord.key("container.name == 'x'", {"a": 1}, LEVELS["container"], None),
+              celrecord.key("container.name == 'x'", {}, LEVELS["pod"], None),
+              celrecord.key("container.name == 'x'", {}, None, None),
+              celrecord.key("container.name == 'x'", {}, dict(LEVELS["container"], variables=Struct(
+                  "variables", {"a": "int"})), None)]
+    assert base not in others and len(set(others)) == len(others)
+
+
+def test_types_survive_the_record():
+    kind = ("list", Struct("variables", {"a": ("map", "string", "dyn"), "b": Struct("x", {}, open=True)}))
+    back = celrecord.decode_type(celrecord.encode_type(kind))
+    assert celrecord.encode_type(back) == celrecord.encode_type(kind)
+    assert isinstance(back[1], Struct) and back[1].fields["b"].open is True

@@ -1,0 +1,110 @@
+"""What aiadmit's CEL checker found for one expression, by content: the key and the answer the bundle's record keeps.
+
+Why: checking every expression of the built-in bundle (parse, declared names and types, the static cost) was
+most of a bundle load (bench/RESULTS.md), and for the bundle as shipped it always gives the same answer. So the
+record (policies/checked.json, language/record.py) keeps, for each expression, what the check found (the
+variables it reads, whether it needs the reference engine, its type), under a key that digests everything the
+answer depends on: the source as written, the params, every declaration of its level (types spelt out), the cost
+limits, and the source code of the CEL package and the declarations (so a checker that changed never trusts an
+answer of the old one). A key that differs in any byte is not in the record, and the expression is checked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import hashlib
+import json
+import os
+from functools import lru_cache
+from typing import Any, Mapping, Optional
+
+from webhook.cel.checker import Struct
+from webhook.cel.cost import Limits
+from webhook.language import declarations as _declarations
+
+_SOURCES = (os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cel", "*.py"),
+            os.path.abspath(_declarations.__file__))
+
+
+@lru_cache(maxsize=1)
+def checker_identity() -> str:
+    """A digest of the code that decides a check: webhook/cel/*.py and language/declarations.py."""
+    hashed = hashlib.sha256()
+    for path in sorted(p for pattern in _SOURCES for p in glob.glob(pattern)):
+        with open(path, "rb") as handle:
+            hashed.update(os.path.basename(path).encode() + b"\0" + handle.read() + b"\0")
+    return hashed.hexdigest()
+
+
+def encode_type(kind: Any) -> Any:
+    """A checker type as JSON: a name, ["t", ...] for a tuple type, ["s", name, open, {field: type}] for a struct."""
+    if isinstance(kind, str):
+        return kind
+    if isinstance(kind, tuple):
+        return ["t", *(encode_type(part) for part in kind)]
+    if isinstance(kind, Struct):
+        return ["s", kind.name, kind.open, {name: encode_type(kind.fields[name]) for name in sorted(kind.fields)}]
+    raise TypeError(f"a checker type with no JSON form: {kind!r}")
+
+
+def decode_type(data: Any) -> Any:
+    if isinstance(data, str):
+        return data
+    if data[0] == "t":
+        return tuple(decode_type(part) for part in data[1:])
+    return Struct(data[1], {name: decode_type(kind) for name, kind in data[3].items()}, open=data[2])
+
+
+# The level declarations are module constants: their types are spelt out once, by identity (the objects are kept).
+_SPELT: dict[int, tuple[Any, str]] = {}
+
+
+def _spelt(kind: Any) -> str:
+    found = _SPELT.get(id(kind))
+    if found is not None and found[0] is kind:
+        return found[1]
+    return json.dumps(encode_type(kind), sort_keys=True)
+
+
+for _level in _declarations.LEVELS.values():
+    for _kind in _level.values():
+        _SPELT[id(_kind)] = (_kind, json.dumps(encode_type(_kind), sort_keys=True))
+
+
+_DEFAULT_LIMITS = json.dumps(list(dataclasses.astuple(Limits())))
+
+
+class _Last:
+    """The last params and declarations spelt out, kept with the objects (one policy's expressions share them)."""
+
+    params: Any = None
+    params_text = ""
+    declarations: Any = None
+    declarations_text = ""
+    limits: Any = None
+    limits_text = _DEFAULT_LIMITS
+
+
+def key(source: str, params: Optional[dict], declarations: Optional[Mapping[str, Any]], limits: Any) -> str:
+    """The digest of everything a check of `source` depends on."""
+    if params is not _Last.params:
+        _Last.params, _Last.params_text = params, json.dumps(params, sort_keys=True, default=repr)
+    if declarations is not _Last.declarations:
+        text = "\0".join(f"{name}={_spelt(declarations[name])}" for name in sorted(declarations)) \
+            if declarations is not None else "(any name)"
+        _Last.declarations, _Last.declarations_text = declarations, text
+    if limits is not _Last.limits and limits is not None:  # None: the defaults
+        _Last.limits, _Last.limits_text = limits, json.dumps(list(dataclasses.astuple(limits)))
+    whole = json.dumps([checker_identity(), source, _Last.params_text, _Last.declarations_text,
+                        _Last.limits_text if limits is not None else _DEFAULT_LIMITS])
+    return hashlib.sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def encode(found: tuple) -> list:
+    variables, reference, kind = found
+    return [sorted(variables), bool(reference), encode_type(kind)]
+
+
+def decode(data: list) -> tuple:
+    return frozenset(data[0]), data[1], decode_type(data[2])
