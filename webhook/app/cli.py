@@ -16,12 +16,18 @@ from webhook import __version__
 COMMANDS = ("serve", "audit", "fix", "test", "policies", "certs", "cel")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; given the command line, of just the command it names first, if any.
+
+    Building one command's parser imports one command module: `aiadmit audit FILE` (the pre-commit hook's run)
+    does not import what `test`, `serve` or `certs` need. A command line that names no command (`--help`,
+    `--version`, a misspelt command) gets them all, so the help and the list of choices are whole."""
     parser = argparse.ArgumentParser(
         prog="aiadmit", description="Admission policies for AI workloads on Kubernetes: webhook, audit, fix.")
     parser.add_argument("--version", action="version", version=f"aiadmit {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    named = argv[0] if argv and argv[0] in COMMANDS else None
+    for name in (named,) if named else COMMANDS:
         try:
             module = import_module(f"{__package__}.commands.{name}")
         except ModuleNotFoundError as exc:
@@ -33,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return _execute(build_parser(), argv)
+    return _execute(build_parser(sys.argv[1:] if argv is None else argv), argv)
 
 
 def _execute(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
@@ -52,7 +58,7 @@ def _execute(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
 
 def entry() -> None:
     """`aiadmit` as a process (the console script and `python -m webhook`)."""
-    sys.exit(_execute(build_parser(), None))
+    sys.exit(_execute(build_parser(sys.argv[1:]), None))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,7 +21,6 @@ runs in one process, as it would without `--jobs`.
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import re
 from typing import Any, Callable, Optional
@@ -41,6 +40,8 @@ def default_jobs() -> int:
 
 
 def can_fork() -> bool:
+    import multiprocessing  # here, not at the top: a one-file audit (the pre-commit hook's) never forks
+
     return "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -50,6 +51,8 @@ def shared() -> Any:
 
 def fork_map(state: Any, work: Callable[[tuple[int, int]], list], count: int, jobs: int) -> list:
     """`work((start, end))` over `count` items in `jobs` forked processes; the results, concatenated in order."""
+    import multiprocessing
+
     global _SHARED, _WORK
     _SHARED, _WORK = state, work
     try:
@@ -137,7 +140,7 @@ def audit_files(engine: Engine, files: list[str], jobs: int, prepare: Optional[C
                 narrow: tuple = (None, None)) -> Optional[tuple[Loaded, list[Evaluation], Optional[list]]]:
     """(load errors and skips, evaluations, what `prepare` made of each) in the order one process would give;
     None when not worth forking. Evaluations are narrowed to `narrow` (--policy, --skip) before `prepare`."""
-    if jobs <= 1 or "-" in files or not can_fork():
+    if jobs <= 1 or "-" in files:
         return None
     read_errors, texts = [], []
     for path in files:
@@ -146,7 +149,7 @@ def audit_files(engine: Engine, files: list[str], jobs: int, prepare: Optional[C
             read_errors.append((path, error))
         else:
             texts.append((path, text))
-    if sum(len(text) for _, text in texts) < MIN_BYTES_PER_JOB * jobs:
+    if sum(len(text) for _, text in texts) < MIN_BYTES_PER_JOB * jobs or not can_fork():
         return None
     fact_resources = []
     for path, text in texts:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from webhook.cel.runtime import EvalError, overload, register_time
 
@@ -147,6 +146,8 @@ def _zone(name: Any) -> Any:
     if match:
         sign = -1 if match.group(1) == "-" else 1
         return timezone(sign * timedelta(hours=int(match.group(2)), minutes=int(match.group(3))))
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # here: only a rule naming a time zone needs the tz data
+
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
