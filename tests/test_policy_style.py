@@ -27,7 +27,7 @@ _TEMPLATE = re.compile(r"\{\{(.*?)\}\}", re.S)
 PENDING = frozenset({
     "devices-declared", "gpu-quota", "hugepages-consistent",
     "resources-declared", "semantic-readiness", "shm-sized",
-    "untrusted-gpu-isolation", "untrusted-hardening",
+    "untrusted-hardening",
 })
 
 
