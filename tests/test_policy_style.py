@@ -27,7 +27,6 @@ _TEMPLATE = re.compile(r"\{\{(.*?)\}\}", re.S)
 PENDING = frozenset({
     "devices-declared", "gpu-quota", "hugepages-consistent",
     "resources-declared", "semantic-readiness", "shm-sized",
-    "untrusted-hardening",
 })
 
 
