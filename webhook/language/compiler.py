@@ -206,8 +206,8 @@ def _variables(doc: dict, params: dict, checks: Checks, problems: list,
                 named[name] = Expression(raw["expression"], params, checks, for_level(level, earlier), limits)
                 levels[name] = level
                 break
-            except CelError as exc:
-                error = exc
+            except CelError as exc:  # a copy, not `exc`: its traceback holds this frame, a cycle that kept the
+                error = CelError(exc.message, exc.offset)  # callers' frames (an audit's findings) alive until gc
         else:
             problems.append((where, f"variable {name}: CEL does not compile: {error.message}", error.offset))
     return named, levels
