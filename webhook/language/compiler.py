@@ -21,6 +21,7 @@ from webhook.cel.environment import CelError, Expression, MessageExpression, Tem
 from webhook.language.checks import Checks
 from webhook.language.declarations import for_level
 from webhook.language.policy import Match, Mutation, Policy, Rule
+from webhook.language.schemanative import NativeSchemaRule, compile_schema
 
 _PARAM_REF = re.compile(r"^\$\{params\.([A-Za-z_][A-Za-z0-9_]*)\}$")
 
@@ -116,9 +117,14 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             problems.append((f"{where}/target", "only a rule of a container policy can target the pod"))
         if "schema" in raw:
             try:
-                from webhook.language.schemarule import SchemaRule
+                schema = _substitute_params(raw["schema"], params, f"{where}/schema")
+                native = compile_schema(schema)  # the common keywords, without importing jsonschema
+                if native is not None:
+                    rule.schema = NativeSchemaRule(native)
+                else:
+                    from webhook.language.schemarule import SchemaRule
 
-                rule.schema = SchemaRule(_substitute_params(raw["schema"], params, f"{where}/schema"))
+                    rule.schema = SchemaRule(schema)
             except ValueError as exc:
                 problems.append((f"{where}/schema", str(exc)))
         parts = [p for p in (rule.when, rule.expression) if p is not None]
@@ -200,8 +206,8 @@ def _variables(doc: dict, params: dict, checks: Checks, problems: list,
                 named[name] = Expression(raw["expression"], params, checks, for_level(level, earlier), limits)
                 levels[name] = level
                 break
-            except CelError as exc:
-                error = exc
+            except CelError as exc:  # a copy, not `exc`: its traceback holds this frame, a cycle that kept the
+                error = CelError(exc.message, exc.offset)  # callers' frames (an audit's findings) alive until gc
         else:
             problems.append((where, f"variable {name}: CEL does not compile: {error.message}", error.offset))
     return named, levels
