@@ -190,7 +190,12 @@ def same(ours: Any, theirs: Any) -> bool:
     from webhook.cel.timestamps import Duration, Timestamp
     from webhook.cel.values import NONE, Optional
 
-    if isinstance(theirs, dict) and len(theirs) <= 4:
+    # A map of the object can look like a tag ({"type": "Unconfined"} is a seccompProfile, not a CEL type): when
+    # aiadmit gave a map, it is compared as a map first.
+    tagged = isinstance(theirs, dict) and len(theirs) <= 4 and not (
+        isinstance(ours, dict) and len(ours) == len(theirs)
+        and all(isinstance(k, str) and k in theirs and same(v, theirs[k]) for k, v in ours.items()))
+    if tagged:
         if set(theirs) == {"uint"}:
             return isinstance(ours, UInt) and int(ours) == theirs["uint"]
         if set(theirs) == {"double"}:

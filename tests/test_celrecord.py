@@ -71,3 +71,11 @@ def test_types_survive_the_record():
     back = celrecord.decode_type(celrecord.encode_type(kind))
     assert celrecord.encode_type(back) == celrecord.encode_type(kind)
     assert isinstance(back[1], Struct) and back[1].fields["b"].open is True
+
+
+def test_a_recorded_failure_replays_as_the_same_error():
+    # A variable is tried at each level until one binds all it reads: the failed tries are on record too.
+    from webhook.cel.environment import CelError
+    with pytest.raises(CelError) as caught:
+        celrecord.decode(celrecord.encode_error(CelError("undeclared reference to 'container'", 3)))
+    assert (caught.value.message, caught.value.offset) == ("undeclared reference to 'container'", 3)

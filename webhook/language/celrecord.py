@@ -21,6 +21,7 @@ from typing import Any, Mapping, Optional
 
 from webhook.cel.checker import Struct
 from webhook.cel.cost import Limits
+from webhook.cel.environment import CelError
 from webhook.language import declarations as _declarations
 
 _SOURCES = (os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cel", "*.py"),
@@ -106,5 +107,12 @@ def encode(found: tuple) -> list:
     return [sorted(variables), bool(reference), encode_type(kind)]
 
 
+def encode_error(error: CelError) -> list:
+    """A check that failed, kept as what it said: replaying it raises the same error at the same place."""
+    return ["error", error.message, error.offset]
+
+
 def decode(data: list) -> tuple:
+    if data[0] == "error":
+        raise CelError(data[1], data[2])
     return frozenset(data[0]), data[1], decode_type(data[2])

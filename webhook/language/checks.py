@@ -23,6 +23,7 @@ from functools import lru_cache
 from types import CodeType
 from typing import Any, Optional
 
+from webhook.cel.environment import CelError
 from webhook.language import celrecord, record
 
 
@@ -64,8 +65,15 @@ class Checks:
         if self.use_record:
             found = record.cel_checked(key)
             if found is not None:
-                return celrecord.decode(found)
-        answer = check(source, params, declarations, limits)
+                return celrecord.decode(found)  # raises the recorded CelError for a check that failed
+        try:
+            answer = check(source, params, declarations, limits)
+        except CelError as exc:
+            # A failure is kept too: a variable is tried at each level until one binds all it reads, and the
+            # shallower tries fail in every load of the bundle as built.
+            if self.noted is not None:
+                self.noted[key] = celrecord.encode_error(exc)
+            raise
         if self.noted is not None:
             self.noted[key] = celrecord.encode(answer)
         return answer
