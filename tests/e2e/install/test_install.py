@@ -1,8 +1,10 @@
-"""The documented install, run: aiadmit's image in a real single-node cluster, called by the API server.
+"""The documented installs, run: aiadmit's image in a real single-node cluster, called by the API server.
 
 The node (nodeharness.py) runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy and a
-kubelet with containerd and runc; the dev overlay is applied unchanged (conftest.py, `installed`). Every request
-below goes through the API server, which reaches the webhook pods through their Service (kube-proxy's rules),
+kubelet with containerd and runc. Every test here is one step of one scenario, run once per install (conftest.py,
+`installed`, parametrized): the dev overlay applied unchanged, then the Helm chart installed by `helm install`
+with only the image reference and certificate source set, the first uninstalled before the second starts. Every
+request below goes through the API server, which reaches the webhook pods through their Service (kube-proxy's rules),
 as in any cluster. Not shown here: the NetworkPolicy (the CNI bridge plugin enforces none) and the spread over
 nodes (one node: both replicas land on it, which the hard spread allows since every domain has the same count).
 """
@@ -98,6 +100,9 @@ def webhook_pods(node) -> list[dict]:
 
 # ------------------------------------------------------------------------------------------------ scenarios
 def test_both_replicas_of_the_built_image_are_ready(node, image, installed):
+    deployment = json.loads(node.kubectl("-n", NAMESPACE, "get", "deployment", "aiadmit", "-o", "json").stdout)
+    managed = deployment["metadata"]["labels"].get("app.kubernetes.io/managed-by")
+    assert managed == ("Helm" if installed.how == "helm" else None), deployment["metadata"]["labels"]
     pods = webhook_pods(node)
     assert len(pods) == 2
     manifest = json.loads((image[0] / "oci" / "index.json").read_text())["manifests"][0]["digest"]
@@ -108,7 +113,8 @@ def test_both_replicas_of_the_built_image_are_ready(node, image, installed):
         assert status["image"] == "docker.io/library/aiadmit:dev"
         assert status["imageID"] in (blob["config"]["digest"], f"docker.io/library/aiadmit:dev@{manifest}"), status
         assert status["restartCount"] == 0, status
-    print(f"node up in {node.started_in:.1f} s; apply to 2 ready replicas in {installed:.1f} s")
+    print(f"node up in {node.started_in:.1f} s; {installed.how} install to 2 ready replicas in "
+          f"{installed.seconds:.1f} s")
 
 
 def test_noncompliant_gpu_pod_is_denied_naming_the_policy(node, api, gpu_namespace):
@@ -214,6 +220,9 @@ def test_deleting_both_replicas_fails_closed_then_recovers(node, api, gpu_namesp
     # answers until a new pod passes /readyz.
     try:
         wait_for("creates to be rejected with both replicas gone", lambda: create() != 201, 60, 0.2)
+        # What a user sees meanwhile: kubectl's own output for one create (docs/operations.md quotes it).
+        seen = node.kubectl("create", "--dry-run=server", "-f", "-", check=False,
+                            input=json.dumps(gpu_pod(f"k-{uuid.uuid4().hex[:5]}", gpu_namespace)))
         # aiadmit-system is not sent to the webhook: the ReplicaSet's replacements were admitted meanwhile.
         replacements = [p["metadata"]["name"] for p in webhook_pods(node)]
         assert len(replacements) == 2 and not set(replacements) & set(names), replacements
@@ -230,7 +239,9 @@ def test_deleting_both_replicas_fails_closed_then_recovers(node, api, gpu_namesp
     unmutated = [o for o in rejected if DENIED in o[2] and "shm-sized" in o[2]]
     others = [o for o in rejected if o not in unreachable and o not in unmutated]
     assert not others, others  # fail closed, never admitted unchecked
+    assert seen.returncode == 1 and (UNREACHABLE in seen.stderr or "shm-sized" in seen.stderr), seen
     wait_for("2 ready replicas again", lambda: ready_replicas(node) == 2, 120, 1)
     print(f"both replicas down: {len(rejected)} of {len(outcomes)} creates rejected ({len(unreachable)} "
           f"unreachable, {len(unmutated)} unmutated then denied), first answered at {rejected[0][0]:.1f} s: "
-          f"{rejected[0][2][:300]}; admission back {time.monotonic() - back:.1f} s after the uncordon")
+          f"{rejected[0][2][:300]}; admission back {time.monotonic() - back:.1f} s after the uncordon; kubectl said: "
+          f"{seen.stderr.strip()}")
