@@ -95,6 +95,9 @@ def dockerfile_image(timeout: float = 900) -> tuple[Path, dict]:
     if (out / "report.json").exists():
         return archive, json.loads((out / "report.json").read_text())
     out.mkdir(parents=True, exist_ok=True)
+    for stale in CACHE.glob("buildah-store.*"):  # left by a build that was killed (ci-prepare.sh's timeout)
+        if time.time() - stale.stat().st_mtime > 3600:
+            shutil.rmtree(stale, ignore_errors=True)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(dir=CACHE, prefix="buildah-store.") as store:
         b = ["buildah", f"--root={store}/root", f"--runroot={store}/run", "--storage-driver=vfs"]
