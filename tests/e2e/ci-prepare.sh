@@ -7,8 +7,11 @@
 #     in time so that CI's 90 minutes hold on a machine without a Go build cache; when it does not finish, the
 #     tests of tests/e2e/install that need it skip and say so
 #  4. the aiadmit image: manifests/image/build.sh (about 2 minutes cold)
-#  5. helm: tests/e2e/cluster/build-helm.sh (tests/e2e/test_helm_chart.py)
+#  5. helm: tests/e2e/cluster/build-helm.sh (tests/e2e/test_helm_chart.py, and the Helm install of
+#     tests/e2e/install/test_install.py)
 #  6. the Kubernetes CEL oracle: tests/tools/k8scel/build.sh (tests/test_k8scel_*.py; about a minute cold)
+#  7. the Dockerfile built by buildah on a local Debian base (tests/e2e/install/dockerbuild.py; about 1-3.5 minutes
+#     cold, bounded to 15), for tests/e2e/install/test_dockerfile.py and the cluster test's upgrade to that image
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -18,7 +21,7 @@ warn() { printf '[ci-prepare] warning: %s\n' "$*" >&2; }
 "$here/cluster/build-helm.sh"
 "$repo/tests/tools/k8scel/build.sh"
 
-packages=(mmdebstrap containerd runc containernetworking-plugins iptables)
+packages=(mmdebstrap containerd runc containernetworking-plugins iptables buildah)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -39,4 +42,8 @@ timeout "${AIADMIT_E2E_NODE_BUILD_TIMEOUT:-1500}" "$here/node/build.sh" \
 
 if [[ "$(id -u)" == 0 ]] && command -v mmdebstrap >/dev/null; then
   "$repo/manifests/image/build.sh" >/dev/null || warn "manifests/image/build.sh failed: tests/e2e/install will show why"
+fi
+if [[ "$(id -u)" == 0 ]] && command -v buildah >/dev/null && command -v mmdebstrap >/dev/null; then
+  timeout 900 python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import dockerbuild; dockerbuild.dockerfile_image()' \
+    "$here/install" >/dev/null || warn "building the Dockerfile with buildah failed: test_dockerfile.py will show why"
 fi

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 import images
+import installs
 import prereqs
 from nodeharness import NAMESPACE, Node, ready_replicas, wait_for
 
@@ -68,26 +67,35 @@ def node(image, tmp_path_factory):
     n.stop()
 
 
-@pytest.fixture(scope="module")
-def installed(node, tmp_path_factory):
-    """The dev overlay, exactly as committed (its image `aiadmit:dev` is the name build.sh gives the image it
-    imported), applied server-side after `aiadmit certs generate`, as docs/operations.md says; waits for both
-    replicas to be Ready. Returns the time that took."""
-    copy = Path(tmp_path_factory.mktemp("manifests")) / "manifests"
-    shutil.copytree(REPO / "manifests", copy, ignore=shutil.ignore_patterns("certs", "image"))
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    subprocess.run([sys.executable, "-m", "webhook", "certs", "generate", "--out",
-                    str(copy / "overlays" / "dev" / "certs"), "--service", "aiadmit", "--namespace", NAMESPACE],
-                   check=True, capture_output=True, text=True, timeout=60, env=env)
+INSTALLS = ("kustomize", "helm")
+
+
+@pytest.fixture(scope="module", params=INSTALLS)
+def installed(request, node, tmp_path_factory):
+    """aiadmit installed by each documented install in turn (installs.py): the dev overlay as committed, then the
+    Helm chart with only the image reference and the certificate source set; both replicas Ready. The tests that
+    use it run once per install, in this order, with the previous install uninstalled (webhook configurations and
+    namespace gone) before the next one starts. Yields the Install, with `.seconds` from install to 2 Ready."""
+    workdir = Path(tmp_path_factory.mktemp(request.param))
+    if request.param == "helm":
+        helm, why = installs.helm_binary()
+        if helm is None:
+            pytest.skip(why)
+        install = installs.Helm(node, workdir, helm)
+    else:
+        install = installs.Kustomize(node, workdir)
     started = time.monotonic()
-    node.kubectl("apply", "--server-side", "-k", str(copy / "overlays" / "dev"))
+    install.install()
     try:
         wait_for("2 ready aiadmit replicas", lambda: ready_replicas(node) == 2, 300, 1, node.dead)
     except (TimeoutError, RuntimeError) as exc:
         pods = node.kubectl("-n", NAMESPACE, "describe", "pods", check=False).stdout[-4000:]
         events = node.kubectl("get", "events", "-A", check=False).stdout[-3000:]
-        pytest.fail(f"{exc}\n--- pods\n{pods}\n--- events\n{events}\n--- kubelet\n{node.tail('kubelet', 30)}",
-                    pytrace=False)
-    return time.monotonic() - started
-
-
+        install.uninstall()
+        pytest.fail(f"{request.param}: {exc}\n--- pods\n{pods}\n--- events\n{events}\n--- kubelet\n"
+                    f"{node.tail('kubelet', 30)}", pytrace=False)
+    install.seconds = time.monotonic() - started
+    yield install
+    last = request.param == INSTALLS[-1]
+    took = install.uninstall(namespace_too=not last)
+    print(f"{request.param} uninstalled in {took:.1f} s")
