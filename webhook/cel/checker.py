@@ -30,7 +30,8 @@ _STRING_METHODS = {"startsWith", "endsWith", "contains"}
 # Timestamp and duration accessors: run on the reference library (the native compiler lacks them)
 REFERENCE_ONLY: frozenset = frozenset()  # everything the checker knows now compiles natively
 _TYPE_NAMES = frozenset({"bool", "int", "uint", "double", "string", "bytes", "null_type", "list", "map", "type",
-                         "optional_type"})
+                         "optional_type", "net.IP", "net.CIDR", "kubernetes.URL", "kubernetes.Semver",
+                         "kubernetes.NamedFormat"})  # the last five: Kubernetes' library types (cel/k8slibs.py)
 
 
 class CheckError(ValueError):

@@ -28,7 +28,13 @@ from webhook.cel.checker import CheckError, children
 
 _STRING_FUNCTIONS = frozenset({"matches", "find", "findAll", "contains", "startsWith", "endsWith", "split",
                                "replace", "indexOf", "lastIndexOf", "join", "lowerAscii", "upperAscii", "trim",
-                               "substring", "format", "strings.quote", "glob", "reverse", "string"})
+                               "substring", "format", "strings.quote", "glob", "reverse", "string",
+                               # Kubernetes' ip, cidr, url, format, semver, jsonpatch: linear in their text
+                               "ip", "isIP", "ip.isCanonical", "cidr", "isCIDR", "containsIP", "containsCIDR", "url",
+                               "isURL", "getQuery", "getEscapedPath", "getHost", "getHostname", "validate", "semver",
+                               "isSemver", "jsonpatch.escapeKey"})
+_SIZED_RESULTS = frozenset({"getQuery", "getEscapedPath", "getHost", "getHostname", "validate",
+                            "jsonpatch.escapeKey"})  # as large as their input (escapeKey: twice at most)
 _COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "existsOne", "map", "filter"})
 
 
@@ -123,7 +129,7 @@ class _Estimator:
             size = sum(part.size for part in parts)
             result = size if node[1] in ("join", "replace", "format", "lowerAscii", "upperAscii", "trim",
                                          "substring", "split", "findAll", "strings.quote", "reverse",
-                                         "string") else 1.0
+                                         "string") else 2 * size if node[1] in _SIZED_RESULTS else 1.0
             return _Est(_merge(cost, _reading(parts)), result, _root(parts))
         if kind in ("list", "map"):
             return _Est(cost, sum(part.size for part in parts) or 1.0)

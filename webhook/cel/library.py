@@ -21,6 +21,7 @@ from typing import Any, Callable, Optional
 
 import re2
 
+from webhook.cel import k8slibs
 from webhook.cel import strings as st
 from webhook.cel import timestamps as ts
 from webhook.cel.parser import INT64_MAX, INT64_MIN, UInt
@@ -152,11 +153,14 @@ def _find(text: Any, pattern: Any) -> str:
 def _find_all(text: Any, pattern: Any, limit: Any = -1) -> list:
     if type(text) is not str or type(pattern) is not str or type(limit) is not int:
         raise overload("findAll", text, pattern, limit)
-    out = []
+    out, end = [], -1
     for found in regex(pattern).finditer(text):
         if 0 <= limit <= len(out):
             break
+        if found.start() == found.end() == end:  # Go: an empty match abutting the previous match is not one
+            continue
         out.append(found.group(0))
+        end = found.end()
     return out
 
 
@@ -312,9 +316,12 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
     _f("quantity", "kubernetes", (("any",),), "quantity", quantity, False,
        "of a string (Kubernetes); of a number (YAML's `cpu: 2`) is aiadmit's"),
     _f("isQuantity", "kubernetes", (("string",),), "bool", _is_quantity, False),
-    _f("isGreaterThan", "kubernetes", (("quantity", "quantity"),), "bool", lambda a, b: _compare(a, b) > 0, True),
-    _f("isLessThan", "kubernetes", (("quantity", "quantity"),), "bool", lambda a, b: _compare(a, b) < 0, True),
-    _f("compareTo", "kubernetes", (("quantity", "quantity"),), "int", _compare, True),
+    _f("isGreaterThan", "kubernetes", (("quantity", "quantity"), (k8slibs.SEMVER,) * 2), "bool",
+       k8slibs.overloaded("isGreaterThan", lambda a, b: _compare(a, b) > 0, lambda c: c > 0), True),
+    _f("isLessThan", "kubernetes", (("quantity", "quantity"), (k8slibs.SEMVER,) * 2), "bool",
+       k8slibs.overloaded("isLessThan", lambda a, b: _compare(a, b) < 0, lambda c: c < 0), True),
+    _f("compareTo", "kubernetes", (("quantity", "quantity"), (k8slibs.SEMVER,) * 2), "int",
+       k8slibs.overloaded("compareTo", _compare, lambda c: c), True),
     _f("asApproximateFloat", "kubernetes", (("quantity",),), "double", lambda q: _q(q, "asApproximateFloat"), True),
     _f("asInteger", "kubernetes", (("quantity",),), "int", _as_integer, True),
     _f("isInteger", "kubernetes", (("quantity",),), "bool", _is_integer, True),
@@ -387,6 +394,8 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
     _f("value", "cel", (("optional",),), None, _opt_value, True),
     _f("orValue", "cel", (("optional", _A),), None, _or_value, True),
     _f("or", "cel", (("optional", "optional"),), "optional", _or, True),
+    # Kubernetes: ip, cidr, url, format, semver, jsonpatch (cel/k8slibs.py)
+    *(_f(*spec) for spec in k8slibs.SPECS),
     # aiadmit's extension library: not portable to a ValidatingAdmissionPolicy
     _f("formatBytes", "aiadmit", (("number",),), "string", lambda n: format_bytes(int(n)), False),
     _f("glob", "aiadmit", (("string", _A),), "bool", _glob, False),

@@ -1,0 +1,86 @@
+"""The declarations of Kubernetes' ip, cidr, url, format, semver and jsonpatch CEL libraries, for cel/library.py.
+
+Why a module of its own: library.py is the one function table (the checker, the compiler and the docs read it),
+but these six libraries are 40 functions; their rows live here, in library.py's shape
+(name, origin, argument kinds per arity, result type, implementation, member), and library.py takes them in.
+The types are named as Kubernetes names them (`net.IP`, `kubernetes.Semver`, ...), so a type error reads as
+Kubernetes' does: `no matching overload for isIP() applied to (net.CIDR)`.
+`isGreaterThan`, `isLessThan` and `compareTo` are shared with the quantity library: `overloaded` wraps the
+quantity implementation so that a semver receiver takes the semver one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from webhook.cel import formats, network as net, semver as sv, urls
+from webhook.cel.runtime import overload, register_type
+
+IP, CIDR, URL, SEMVER, FORMAT = "net.IP", "net.CIDR", "kubernetes.URL", "kubernetes.Semver", "kubernetes.NamedFormat"
+for _kind in (net.IP, net.CIDR, urls.URL, sv.Semver, formats.Format):
+    register_type(_kind)
+
+# Names the parser reads as one global function (`ip.isCanonical(...)`), and qualified type names
+NAMESPACED = frozenset({"ip.isCanonical", "format.named", "jsonpatch.escapeKey"} |
+                       {f"format.{name}" for name in formats.FORMATS})
+TYPE_NAMES = frozenset({IP, CIDR, URL, SEMVER, FORMAT})
+
+
+def overloaded(name: str, quantity: Callable[[Any, Any], Any], semver: Callable[[int], Any]) -> Callable:
+    """`a.compareTo(b)` and the like: the semver overload for a semver receiver, else the quantity one."""
+    def call(a: Any, b: Any) -> Any:
+        if type(a) is sv.Semver:
+            return semver(sv.compare(a, b, name))
+        return quantity(a, b)
+    return call
+
+
+def _escape_key(key: Any) -> str:
+    if type(key) is not str:
+        raise overload("jsonpatch.escapeKey", key)
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+_S, _B = "string", "bool"
+SPECS: tuple = (
+    # ip (Kubernetes 1.30)
+    ("ip", "kubernetes", ((_S,), (CIDR,)), IP, net.ip, None, "`ip(string)`, and `cidr.ip()`"),
+    ("isIP", "kubernetes", ((_S,),), _B, net.is_ip, False, ""),
+    ("ip.isCanonical", "kubernetes", ((_S,),), _B, net.is_canonical, False, ""),
+    ("family", "kubernetes", ((IP,),), "int", net.family, True, ""),
+    ("isUnspecified", "kubernetes", ((IP,),), _B, net.is_unspecified, True, ""),
+    ("isLoopback", "kubernetes", ((IP,),), _B, net.is_loopback, True, ""),
+    ("isLinkLocalMulticast", "kubernetes", ((IP,),), _B, net.is_link_local_multicast, True, ""),
+    ("isLinkLocalUnicast", "kubernetes", ((IP,),), _B, net.is_link_local_unicast, True, ""),
+    ("isGlobalUnicast", "kubernetes", ((IP,),), _B, net.is_global_unicast, True, "Go's definition: private counts"),
+    # cidr (Kubernetes 1.30)
+    ("cidr", "kubernetes", ((_S,),), CIDR, net.cidr, False, ""),
+    ("isCIDR", "kubernetes", ((_S,),), _B, net.is_cidr, False, ""),
+    ("containsIP", "kubernetes", ((CIDR, IP), (CIDR, _S)), _B, net.contains_ip, True, ""),
+    ("containsCIDR", "kubernetes", ((CIDR, CIDR), (CIDR, _S)), _B, net.contains_cidr, True, ""),
+    ("masked", "kubernetes", ((CIDR,),), CIDR, net.masked, True, ""),
+    ("prefixLength", "kubernetes", ((CIDR,),), "int", net.prefix_length, True, ""),
+    # url (Kubernetes 1.24)
+    ("url", "kubernetes", ((_S,),), URL, urls.url, False, "Go's url.ParseRequestURI rules"),
+    ("isURL", "kubernetes", ((_S,),), _B, urls.is_url, False, ""),
+    ("getScheme", "kubernetes", ((URL,),), _S, urls.get_scheme, True, ""),
+    ("getHost", "kubernetes", ((URL,),), _S, urls.get_host, True, ""),
+    ("getHostname", "kubernetes", ((URL,),), _S, urls.get_hostname, True, ""),
+    ("getPort", "kubernetes", ((URL,),), _S, urls.get_port, True, ""),
+    ("getEscapedPath", "kubernetes", ((URL,),), _S, urls.get_escaped_path, True, ""),
+    ("getQuery", "kubernetes", ((URL,),), ("map", _S, ("list", _S)), urls.get_query, True, ""),
+    # format (Kubernetes 1.31)
+    ("format.named", "kubernetes", ((_S,),), "optional", formats.named, False, ""),
+    ("validate", "kubernetes", ((FORMAT, _S),), "optional", formats.validate, True,
+     "optional.none() or optional.of(the list of messages)"),
+    *((f"format.{name}", "kubernetes", ((),), FORMAT, formats.constant(name), False, "")
+      for name in formats.FORMATS),
+    # semver (Kubernetes 1.31; the normalize argument since 1.33)
+    ("semver", "kubernetes", ((_S,), (_S, _B)), SEMVER, sv.semver, False, "`semver(s, true)` normalizes"),
+    ("isSemver", "kubernetes", ((_S,), (_S, _B)), _B, sv.is_semver, False, ""),
+    ("major", "kubernetes", ((SEMVER,),), "int", sv.part("major"), True, ""),
+    ("minor", "kubernetes", ((SEMVER,),), "int", sv.part("minor"), True, ""),
+    ("patch", "kubernetes", ((SEMVER,),), "int", sv.part("patch"), True, ""),
+    # jsonpatch (Kubernetes 1.32, MutatingAdmissionPolicy's environment)
+    ("jsonpatch.escapeKey", "kubernetes", ((_S,),), _S, _escape_key, False, "`~` to `~0`, `/` to `~1`"),
+)
