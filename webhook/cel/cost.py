@@ -33,8 +33,12 @@ _STRING_FUNCTIONS = frozenset({"matches", "find", "findAll", "contains", "starts
                                "ip", "isIP", "ip.isCanonical", "cidr", "isCIDR", "containsIP", "containsCIDR", "url",
                                "isURL", "getQuery", "getEscapedPath", "getHost", "getHostname", "validate", "semver",
                                "isSemver", "jsonpatch.escapeKey"})
-_SIZED_RESULTS = frozenset({"getQuery", "getEscapedPath", "getHost", "getHostname", "validate",
-                            "jsonpatch.escapeKey"})  # as large as their input (escapeKey: twice at most)
+# Results as large as their input (escapeKey: twice at most; a URL and what is read from it: the URL's text)
+_SIZED_RESULTS = {"url": 1.0, "getQuery": 1.0, "getEscapedPath": 3.0, "getHost": 1.0, "getHostname": 1.0,
+                  "validate": 1.0, "jsonpatch.escapeKey": 2.0}
+# Kubernetes' factors over 0.1 a character (library/cost.go): isCanonical parses and compares; validate runs a
+# pattern of up to 128 characters at 0.25 each
+_FACTORS = {"ip.isCanonical": 2.0, "validate": 32.0}
 _COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "existsOne", "map", "filter"})
 
 
@@ -129,8 +133,9 @@ class _Estimator:
             size = sum(part.size for part in parts)
             result = size if node[1] in ("join", "replace", "format", "lowerAscii", "upperAscii", "trim",
                                          "substring", "split", "findAll", "strings.quote", "reverse",
-                                         "string") else 2 * size if node[1] in _SIZED_RESULTS else 1.0
-            return _Est(_merge(cost, _reading(parts)), result, _root(parts))
+                                         "string") else _SIZED_RESULTS.get(node[1], 0.0) * size or 1.0
+            reading = {tag: value * _FACTORS.get(node[1], 1.0) for tag, value in _reading(parts).items()}
+            return _Est(_merge(cost, reading), result, _root(parts))
         if kind in ("list", "map"):
             return _Est(cost, sum(part.size for part in parts) or 1.0)
         if kind == "cond":

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from webhook.cel import formats, network as net, semver as sv, urls
+from webhook.cel import formats, network as net, semver as sv, timestamps as ts, urls
 from webhook.cel.runtime import overload, register_type
 
 IP, CIDR, URL, SEMVER, FORMAT = "net.IP", "net.CIDR", "kubernetes.URL", "kubernetes.Semver", "kubernetes.NamedFormat"
@@ -33,6 +33,46 @@ def overloaded(name: str, quantity: Callable[[Any, Any], Any], semver: Callable[
             return semver(sv.compare(a, b, name))
         return quantity(a, b)
     return call
+
+
+def sum_durations(items: list) -> Any:
+    if any(type(item) is not ts.Duration for item in items):
+        raise overload("sum", items)
+    return ts.Duration(sum(item.ns for item in items))
+
+
+def _element(kinds: list) -> Any:
+    """The receiver list's element type when the checker knows it (a literal, a declared list), else None."""
+    kind = kinds[0] if kinds else None
+    if isinstance(kind, tuple) and kind[0] == "list" and kind[1] != "dyn":
+        return kind[1]
+    return None
+
+
+def _summable(kinds: list) -> Any:
+    element = _element(kinds)
+    if element is not None and element not in ("int", "uint", "double"):
+        return "sum() takes a list of int, uint, double or duration"
+    return None
+
+
+def _comparable(kinds: list) -> Any:
+    element = _element(kinds)
+    if element is not None and (isinstance(element, tuple) or element in ("null", "optional")):
+        return "the list's elements have no order"
+    return None
+
+
+def _same_element(kinds: list) -> Any:
+    element, item = _element(kinds), kinds[1] if len(kinds) > 1 else "dyn"
+    if element is not None and item != "dyn" and str(element) != str(item):
+        return f"the list holds {element}, not {item}"
+    return None
+
+
+# Kubernetes' lists library, typed as Kubernetes types it: what the checker knows of the elements must fit
+LIST_CHECKS: dict = {"sum": _summable, "min": _comparable, "max": _comparable, "isSorted": _comparable,
+                     "indexOf": _same_element, "lastIndexOf": _same_element}
 
 
 def _escape_key(key: Any) -> str:

@@ -15,7 +15,7 @@ Kubernetes' syntax (`\\z` accepted, look-behind rejected).
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Callable, Optional
 
@@ -43,6 +43,7 @@ class Function:
     member: Optional[bool] = None  # True: only x.f(...); False: only f(...); None: both
     doc: str = ""
     pattern: Optional[int] = None  # the argument (receiver first) that is a regular expression: checked at load
+    check: Optional[Callable[[list], Optional[str]]] = None  # the argument kinds -> why they do not fit, or None
 
     @staticmethod
     def check_pattern(pattern: str) -> None:
@@ -175,6 +176,8 @@ def _sum(items: Any) -> Any:
     if not items:
         return 0  # Kubernetes: an empty list sums to int 0
     kind = type(items[0])
+    if kind is ts.Duration:  # Kubernetes sums durations too
+        return k8slibs.sum_durations(items)
     if kind not in (int, float, UInt):
         raise overload("sum", items)
     total = items[0]
@@ -183,14 +186,14 @@ def _sum(items: Any) -> Any:
             raise overload("sum", items)
         total += item
     if kind is int and not (INT64_MIN <= total <= INT64_MAX):
-        raise EvalError("int overflow")
+        raise EvalError("integer overflow")
     return UInt(total) if kind is UInt else total
 
 
 def _extreme(items: Any, name: str, pick: str) -> Any:
     items = _list(items, name)
     if not items:
-        raise EvalError(f"{name}() of an empty list")
+        raise EvalError(f"{name} called on empty list")  # Kubernetes' wording
     best = items[0]
     for item in items[1:]:
         if less(item, best, pick):
@@ -408,6 +411,8 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
     _f("quotaSelects", "aiadmit", ((_A, _A), (_A, _A, _A)), "bool", quota_selects, False,
        "the API server's ResourceQuota scope matching"),
 )}
+
+FUNCTIONS.update({name: replace(FUNCTIONS[name], check=test) for name, test in k8slibs.LIST_CHECKS.items()})
 
 # What the reference library (the fallback) is given: plain callables by name (no namespaced names: it has its own)
 CALLABLES: dict[str, Callable[..., Any]] = {name: f.call for name, f in FUNCTIONS.items() if "." not in name}

@@ -4,7 +4,8 @@ Why: a policy on Services, NetworkPolicies or webhooks checks addresses; a Valid
 `ip(...)`, `cidr(...).containsIP(...)`, and aiadmit must answer exactly as Kubernetes does. Parsing is Python's
 `ipaddress`, with Go's `netip` rules on top where they differ: a zone (`fe80::1%en0`) and an IPv4-mapped IPv6
 address (`::ffff:1.2.3.4`) are rejected, as Kubernetes does; leading zeros in IPv4 (`010.0.0.1`) are rejected by
-both. A CIDR keeps its address as written (`cidr('10.0.0.1/8').ip()` is 10.0.0.1); `masked()` clears the host bits.
+both. Addresses are parsed by Go's netip rules, step for step, so that what is accepted and every message is
+Kubernetes'. A CIDR keeps its address as written (`cidr('10.0.0.1/8').ip()` is 10.0.0.1); `masked()` clears the host bits.
 The predicates follow Go's definitions (`isGlobalUnicast` is true for private addresses, as in Go), not Python's
 `is_global`. Every operation is linear in its input's length.
 """
@@ -21,8 +22,6 @@ _BROADCAST = ipaddress.IPv4Address("255.255.255.255")
 _V4_LINK_LOCAL = ipaddress.ip_network("169.254.0.0/16")
 _V4_LINK_LOCAL_MULTICAST = ipaddress.ip_network("224.0.0.0/24")
 _V6_LINK_LOCAL = ipaddress.ip_network("fe80::/10")
-_V6_LINK_LOCAL_MULTICAST = ipaddress.ip_network("ff02::/16")
-_MAX_TEXT = 64  # longer than any address Go's netip parses ("ffff:...:255.255.255.255%zone" aside): rejected early
 
 
 class IP:
@@ -74,43 +73,108 @@ class CIDR:
 
 def _parse_address(raw: str) -> Address:
     """Go's netip.ParseAddr, then Kubernetes' refusals; ValueError with Kubernetes' wording."""
-    prefix = f"IP Address {_go_quote(raw)} parse error during conversion from string: ParseAddr({_go_quote(raw)})"
-    if len(raw) > _MAX_TEXT:
-        raise ValueError(f"{prefix}: unable to parse IP")
-    if "%" in raw:
-        body, _, zone = raw.partition("%")
-        if ":" not in body:
-            raise ValueError(f"{prefix}: unexpected character")
-        if not zone:
-            raise ValueError(f"{prefix}: zone must be a non-empty string")
-        _address(body, prefix)
+    try:
+        address, zone = _go_parse(raw)
+    except ValueError as exc:
+        raise ValueError(f"IP Address {_go_quote(raw)} parse error during conversion from string: {exc}") from None
+    if zone:
         raise ValueError(f"IP address {_go_quote(raw)} with zone value is not allowed")
-    address = _address(raw, prefix)
     if address.version == 6 and address.ipv4_mapped is not None:
         raise ValueError(f"IPv4-mapped IPv6 address {_go_quote(raw)} is not allowed")
     return address
 
 
-def _address(raw: str, prefix: str) -> Address:
-    if not raw:
-        raise ValueError(f"{prefix}: unable to parse IP")
-    if not all(c in "0123456789abcdefABCDEF.:" for c in raw):
-        raise ValueError(f"{prefix}: unexpected character")
-    try:
-        if ":" in raw:
-            return ipaddress.IPv6Address(raw)
-        if raw.count(".") > 3:
-            raise ValueError("IPv4 address too long")
-        if raw.count(".") < 3:
-            raise ValueError("IPv4 address too short")
-        return ipaddress.IPv4Address(raw)
-    except ValueError as exc:
-        reason = str(exc)
-        if "leading zero" in reason.lower() or "leading zeros" in reason.lower():
-            reason = "IPv4 field has octet with leading zero"
-        elif "too long" not in reason and "too short" not in reason:
-            reason = reason.replace("'", '"')
-        raise ValueError(f"{prefix}: {reason}") from None
+def _fail(raw: str, message: str, at: str = "") -> ValueError:
+    return ValueError(f"ParseAddr({_go_quote(raw)}): {message}" + (f" (at {_go_quote(at)})" if at else ""))
+
+
+def _go_parse(raw: str) -> tuple:
+    """Go's netip.ParseAddr, step for step (its acceptance and its messages): (address, zone)."""
+    for char in raw:
+        if char == ".":
+            return ipaddress.IPv4Address(bytes(_ipv4_fields(raw, raw))), ""
+        if char == ":":
+            return _ipv6(raw)
+        if char == "%":
+            raise _fail(raw, "missing IPv6 address")
+    raise _fail(raw, "unable to parse IP")
+
+
+def _ipv4_fields(raw: str, text: str) -> list:
+    fields, value, digits = [], 0, 0
+    for position, char in enumerate(text):
+        if "0" <= char <= "9":
+            if digits == 1 and value == 0:
+                raise _fail(raw, "IPv4 field has octet with leading zero")
+            value, digits = value * 10 + ord(char) - 48, digits + 1
+            if value > 255:
+                raise _fail(raw, "IPv4 field has value >255")
+        elif char == ".":
+            if position == 0 or position == len(text) - 1 or text[position - 1] == ".":
+                raise _fail(raw, "IPv4 field must have at least one digit", text[position:])
+            if len(fields) == 3:
+                raise _fail(raw, "IPv4 address too long")
+            fields.append(value)
+            value, digits = 0, 0
+        else:
+            raise _fail(raw, "unexpected character", text[position:])
+    if len(fields) < 3:
+        raise _fail(raw, "IPv4 address too short")
+    return fields + [value]
+
+
+def _ipv6(raw: str) -> tuple:
+    text, zone = raw, ""
+    if "%" in raw:
+        text, _, zone = raw.partition("%")
+        if not zone:
+            raise _fail(raw, "zone must be a non-empty string")
+    out, ellipsis = [], -1  # bytes so far; where `::` stands (a byte index)
+    if text.startswith("::"):
+        ellipsis, text = 0, text[2:]
+        if not text:
+            return ipaddress.IPv6Address(0), zone
+    while len(out) < 16:
+        digits = 0
+        while digits < len(text) and text[digits] in "0123456789abcdefABCDEF":
+            if digits > 3:
+                raise _fail(raw, "each group must have 4 or less digits", text)
+            digits += 1
+        if digits == 0:
+            raise _fail(raw, "each colon-separated field must have at least one digit", text)
+        if digits < len(text) and text[digits] == ".":
+            if ellipsis < 0 and len(out) != 12:
+                raise _fail(raw, "embedded IPv4 address must replace the final 2 fields of the address", text)
+            if len(out) + 4 > 16:
+                raise _fail(raw, "too many hex fields to fit an embedded IPv4 at the end of the address", text)
+            out += _ipv4_fields(raw, text)
+            text = ""
+            break
+        value = int(text[:digits], 16)
+        out += [value >> 8, value & 0xFF]
+        text = text[digits:]
+        if not text:
+            break
+        if text[0] != ":":
+            raise _fail(raw, "unexpected character, want colon", text)
+        if len(text) == 1:
+            raise _fail(raw, "colon must be followed by more characters", text)
+        text = text[1:]
+        if text[0] == ":":
+            if ellipsis >= 0:
+                raise _fail(raw, "multiple :: in address", text)
+            ellipsis, text = len(out), text[1:]
+            if not text:
+                break
+    if text:
+        raise _fail(raw, "trailing garbage after address", text)
+    if len(out) < 16:
+        if ellipsis < 0:
+            raise _fail(raw, "address string too short")
+        out = out[:ellipsis] + [0] * (16 - len(out)) + out[ellipsis:]
+    elif ellipsis >= 0:
+        raise _fail(raw, "the :: must expand to at least one field of zeros")
+    return ipaddress.IPv6Address(bytes(out)), zone
 
 
 def _go_quote(text: str) -> str:
@@ -174,8 +238,11 @@ def is_loopback(value: Any) -> bool:
 
 
 def is_link_local_multicast(value: Any) -> bool:
+    """Go's definition: 224.0.0.0/24, and IPv6 ffX2::/16 whatever the flags X."""
     address = _ip(value, "isLinkLocalMulticast").address
-    return address in (_V4_LINK_LOCAL_MULTICAST if address.version == 4 else _V6_LINK_LOCAL_MULTICAST)
+    if address.version == 4:
+        return address in _V4_LINK_LOCAL_MULTICAST
+    return (int(address) >> 112) & 0xFF0F == 0xFF02
 
 
 def is_link_local_unicast(value: Any) -> bool:
@@ -192,24 +259,23 @@ def is_global_unicast(value: Any) -> bool:
 
 def _parse_cidr(raw: str) -> CIDR:
     """Go's netip.ParsePrefix, then Kubernetes' refusal of IPv4-mapped addresses; ValueError with its wording."""
-    where = f"netip.ParsePrefix({_go_quote(raw)})"
-    outer = "network address parse error during conversion from string: "
-    if len(raw) > _MAX_TEXT + 4:
-        raise ValueError(f"{outer}{where}: no '/'")
+    where = f"network address parse error during conversion from string: netip.ParsePrefix({_go_quote(raw)}): "
     text, slash, bits_text = raw.rpartition("/")
     if not slash:
-        raise ValueError(f"{outer}{where}: no '/'")
-    if "%" in text:
-        raise ValueError(f"{outer}{where}: IPv6 zones cannot be present in a prefix")
+        raise ValueError(f"{where}no '/'")
     try:
-        address = _address(text, f"ParseAddr({_go_quote(text)})")
+        address, zone = _go_parse(text)
     except ValueError as exc:
-        raise ValueError(f"{outer}{where}: {exc}") from None
-    if not bits_text.isdigit() or not bits_text.isascii() or (len(bits_text) > 1 and bits_text[0] == "0"):
-        raise ValueError(f"{outer}{where}: bad bits after slash: {_go_quote(bits_text)}")
+        raise ValueError(f"{where}{exc}") from None
+    if zone:
+        raise ValueError(f"{where}IPv6 zones cannot be present in a prefix")
+    bad = f"{where}bad bits after slash: {_go_quote(bits_text)}"
+    if (len(bits_text) > 1 and not "1" <= bits_text[0] <= "9") or not bits_text.lstrip("+-").isdigit() or \
+            not bits_text.isascii() or len(bits_text) > 19:
+        raise ValueError(bad)
     bits = int(bits_text)
-    if bits > address.max_prefixlen:
-        raise ValueError(f"{outer}{where}: prefix length out of range")
+    if not 0 <= bits <= address.max_prefixlen:
+        raise ValueError(f"{where}prefix length out of range")
     if address.version == 6 and address.ipv4_mapped is not None:
         raise ValueError(f"IPv4-mapped IPv6 address {_go_quote(raw)} is not allowed")
     return CIDR(address, bits)
@@ -232,7 +298,12 @@ def is_cidr(value: Any) -> bool:
 
 def contains_ip(value: Any, other: Any) -> bool:
     network = _cidr(value, "containsIP")
-    address = (ip(other) if type(other) is str else _ip(other, "containsIP")).address
+    if type(other) is str:
+        try:
+            other = IP(_parse_address(other))
+        except ValueError:
+            raise EvalError("no such overload") from None  # what Kubernetes answers for a string that is no IP
+    address = _ip(other, "containsIP").address
     return address.version == network.address.version and address in network.network()
 
 

@@ -38,7 +38,7 @@ _NAMESPACED |= frozenset({"ip.isCanonical", "format.named", "jsonpatch.escapeKey
     f"format.{name}" for name in ("dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName",
                                   "dns1123LabelPrefix", "dns1123SubdomainPrefix", "dns1035LabelPrefix", "labelValue",
                                   "uri", "uuid", "byte", "date", "datetime")})
-_QUALIFIED_TYPES = frozenset({"net.IP", "net.CIDR", "kubernetes.URL", "kubernetes.Semver", "kubernetes.NamedFormat"})
+_QUALIFIED_TYPES = frozenset({"net.IP", "net.CIDR"})  # Kubernetes names no other of its types
 _RELATIONS = ("==", "!=", "<", "<=", ">", ">=", "in")
 
 

@@ -9,17 +9,18 @@ documented behaviour. One pass over the text per operation: linear time.
 
 from __future__ import annotations
 
+import re
 from typing import Any
-from urllib.parse import unquote_to_bytes
+from urllib.parse import quote, unquote_to_bytes
 
 from webhook.cel.runtime import EvalError, overload
 
 _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 _HEX = frozenset("0123456789abcdefABCDEF")
-_HOST_EXTRA = frozenset("!$&'()*+,;=:[]<>\"-_.~")
-_PATH_KEEP = _ALNUM | frozenset("-_.~$&+,/:;=@")
-_VALID_ENCODED = _PATH_KEEP | frozenset("!$&'()*+,;=:@[]%")
 _USERINFO = _ALNUM | frozenset("-._:~!$&'()*+,;=%@")
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+_NOT_HOST = re.compile("[^A-Za-z0-9!$&'()*+,;=:\\[\\]<>\"\\-_.~%\x80-\U0010ffff]")
+_NOT_ENCODED = re.compile("[^A-Za-z0-9\\-_.~$&+,/:;=@!'()*\\[\\]%]")
 
 
 def _quote(text: str) -> str:
@@ -55,19 +56,15 @@ def _unescape(text: str, host: bool) -> str:
         if host and int(text[at + 1], 16) < 8 and text[at:at + 3] != "%25":
             raise ValueError(f"invalid URL escape {_quote(text[at:at + 3])}")
         at = text.find("%", at + 3)
-    if host:
-        for char in text:
-            if char < "\x80" and char not in _ALNUM and char not in _HOST_EXTRA and char != "%":
-                raise ValueError(f"invalid character {_quote(char)} in host name")
+    bad = _NOT_HOST.search(text) if host else None
+    if bad is not None:
+        raise ValueError(f"invalid character {_quote(bad.group(0))} in host name")
     return unquote_to_bytes(text).decode("utf-8", "surrogateescape") if "%" in text else text
 
 
 def _escape_path(path: str) -> str:
-    out = []
-    for byte in path.encode("utf-8", "surrogateescape"):
-        char = chr(byte)
-        out.append(char if char in _PATH_KEEP else f"%{byte:02X}")
-    return "".join(out)
+    """Go's escape in path mode: all but the unreserved characters and `$&+,/:;=@`, as %XX of the UTF-8 bytes."""
+    return quote(path, safe="$&+,/:;=@", errors="surrogateescape")
 
 
 def _valid_port(port: str) -> bool:
@@ -91,7 +88,7 @@ def _parse_host(host: str) -> str:
 def _parse(raw: str, request: bool) -> URL:
     """Go's url.parse (after the fragment is cut off, for url.Parse); ValueError with Go's reason."""
     text = raw
-    if any(c < " " or c == "\x7f" for c in raw):
+    if _CONTROL.search(raw):
         raise ValueError("net/url: invalid control character in URL")
     if raw == "" and request:
         raise ValueError("empty url")
@@ -194,7 +191,7 @@ def get_port(value: Any) -> str:
 def get_escaped_path(value: Any) -> str:
     parsed = _url(value, "getEscapedPath")
     raw = parsed.raw_path
-    if raw and all(c in _VALID_ENCODED or c >= "\x80" for c in raw):
+    if raw and not _NOT_ENCODED.search(raw):
         try:
             if _unescape(raw, False) == parsed.path:
                 return raw

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
@@ -57,6 +58,10 @@ func literal(v ref.Val) string {
 		return strconv.FormatBool(bool(x))
 	case types.Null:
 		return "null"
+	case types.Duration:
+		return "duration(" + quote(strconv.FormatInt(x.Duration.Nanoseconds(), 10)+"ns") + ")"
+	case types.Timestamp:
+		return "timestamp(" + quote(x.Time.UTC().Format(time.RFC3339Nano)) + ")"
 	case apiservercel.IP:
 		return "ip(" + quote(x.Addr.String()) + ")"
 	case apiservercel.CIDR:
