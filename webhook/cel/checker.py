@@ -361,7 +361,7 @@ class Checker:
         if not any(all(_accepts(kind, wanted) for kind, wanted in zip(kinds, shape)) for shape in shapes):
             raise self.fail(node, f"no matching overload for {name}() applied to "
                                   f"({', '.join(show(k) for k in kinds)})")
-        if function.check is not None and (problem := function.check(kinds)):  # Kubernetes' element types
+        if function.check is not None and (problem := function.check(kinds, target is not None)):  # Kubernetes'
             raise self.fail(node, f"no matching overload for {name}() applied to ({show(kinds[0])}): {problem}")
         if function.pattern is not None:
             argument = (((target,) if target is not None else ()) + args)[function.pattern]

@@ -41,6 +41,13 @@ def sum_durations(items: list) -> Any:
     return ts.Duration(sum(item.ns for item in items))
 
 
+def _ip_form(kinds: list, member: bool) -> Any:
+    """Kubernetes has `ip(string)` and `cidr.ip()`, not `ip(cidr)` nor `string.ip()`."""
+    if kinds and kinds[0] in ("string", CIDR) and (kinds[0] == CIDR) != member:
+        return "write ip(string) or cidr.ip()"
+    return None
+
+
 def _element(kinds: list) -> Any:
     """The receiver list's element type when the checker knows it (a literal, a declared list), else None."""
     kind = kinds[0] if kinds else None
@@ -49,30 +56,32 @@ def _element(kinds: list) -> Any:
     return None
 
 
-def _summable(kinds: list) -> Any:
+def _summable(kinds: list, member: bool) -> Any:
     element = _element(kinds)
-    if element is not None and element not in ("int", "uint", "double"):
+    if element is not None and element not in ("int", "uint", "double", "quantity"):  # quantity: aiadmit's double
         return "sum() takes a list of int, uint, double or duration"
     return None
 
 
-def _comparable(kinds: list) -> Any:
+def _comparable(kinds: list, member: bool) -> Any:
     element = _element(kinds)
     if element is not None and (isinstance(element, tuple) or element in ("null", "optional")):
         return "the list's elements have no order"
     return None
 
 
-def _same_element(kinds: list) -> Any:
+def _same_element(kinds: list, member: bool) -> Any:
     element, item = _element(kinds), kinds[1] if len(kinds) > 1 else "dyn"
-    if element is not None and item != "dyn" and str(element) != str(item):
+    if element is not None and item != "dyn" and str(element) != str(item) and \
+            {str(element), str(item)} != {"quantity", "double"}:  # aiadmit carries a quantity as its double
         return f"the list holds {element}, not {item}"
     return None
 
 
-# Kubernetes' lists library, typed as Kubernetes types it: what the checker knows of the elements must fit
-LIST_CHECKS: dict = {"sum": _summable, "min": _comparable, "max": _comparable, "isSorted": _comparable,
-                     "indexOf": _same_element, "lastIndexOf": _same_element}
+# Kubernetes' overloads the argument kinds alone do not say (`function.check(kinds, member)`): the lists library's
+# element types (what the checker knows of the elements must fit), and ip()'s two call forms
+CHECKS: dict = {"sum": _summable, "min": _comparable, "max": _comparable, "isSorted": _comparable,
+                "indexOf": _same_element, "lastIndexOf": _same_element, "ip": _ip_form}
 
 
 def _escape_key(key: Any) -> str:

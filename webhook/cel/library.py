@@ -43,7 +43,7 @@ class Function:
     member: Optional[bool] = None  # True: only x.f(...); False: only f(...); None: both
     doc: str = ""
     pattern: Optional[int] = None  # the argument (receiver first) that is a regular expression: checked at load
-    check: Optional[Callable[[list], Optional[str]]] = None  # the argument kinds -> why they do not fit, or None
+    check: Optional[Callable[[list, bool], Optional[str]]] = None  # (kinds, a method call?) -> why not, or None
 
     @staticmethod
     def check_pattern(pattern: str) -> None:
@@ -412,7 +412,7 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
        "the API server's ResourceQuota scope matching"),
 )}
 
-FUNCTIONS.update({name: replace(FUNCTIONS[name], check=test) for name, test in k8slibs.LIST_CHECKS.items()})
+FUNCTIONS.update({name: replace(FUNCTIONS[name], check=test) for name, test in k8slibs.CHECKS.items()})
 
 # What the reference library (the fallback) is given: plain callables by name (no namespaced names: it has its own)
 CALLABLES: dict[str, Callable[..., Any]] = {name: f.call for name, f in FUNCTIONS.items() if "." not in name}

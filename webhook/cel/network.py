@@ -1,13 +1,13 @@
 """Kubernetes' CEL `ip` and `cidr` libraries (k8s.io/apiserver pkg/cel/library ip.go, cidr.go), natively.
 
 Why: a policy on Services, NetworkPolicies or webhooks checks addresses; a ValidatingAdmissionPolicy does it with
-`ip(...)`, `cidr(...).containsIP(...)`, and aiadmit must answer exactly as Kubernetes does. Parsing is Python's
-`ipaddress`, with Go's `netip` rules on top where they differ: a zone (`fe80::1%en0`) and an IPv4-mapped IPv6
-address (`::ffff:1.2.3.4`) are rejected, as Kubernetes does; leading zeros in IPv4 (`010.0.0.1`) are rejected by
-both. Addresses are parsed by Go's netip rules, step for step, so that what is accepted and every message is
-Kubernetes'. A CIDR keeps its address as written (`cidr('10.0.0.1/8').ip()` is 10.0.0.1); `masked()` clears the host bits.
-The predicates follow Go's definitions (`isGlobalUnicast` is true for private addresses, as in Go), not Python's
-`is_global`. Every operation is linear in its input's length.
+`ip(...)`, `cidr(...).containsIP(...)`, and aiadmit must answer exactly as Kubernetes does. Text is parsed by Go's
+netip rules, step for step (`_go_parse`), so that what is accepted and every error message are Kubernetes' (Python's
+`ipaddress` accepts other forms); then Kubernetes' refusals: a zone (`fe80::1%en0`) and an IPv4-mapped IPv6
+address (`::ffff:1.2.3.4`). The value is an `ipaddress` address, which prints as Go does (RFC 5952). A CIDR keeps
+its address as written (`cidr('10.0.0.1/8').ip()` is 10.0.0.1); `masked()` clears the host bits. The predicates
+follow Go's definitions (`isGlobalUnicast` is true for private addresses; `isLinkLocalMulticast` is ffX2::/16 for
+any flags), not Python's `is_global`. Every operation is linear in its input's length.
 """
 
 from __future__ import annotations
