@@ -125,7 +125,7 @@ def _table(found: dict[str, Counter]) -> str:
 
 
 # Passing edge cases per library (edge-cases.yaml): Go's parsers at their corners
-EDGE_FLOOR: dict[str, int] = {"cidr": 39, "format": 71, "ip": 59, "jsonpatch": 3, "lists": 15, "regex": 8,
+EDGE_FLOOR: dict[str, int] = {"cidr": 39, "format": 71, "ip": 59, "jsonpatch": 3, "lists": 56, "regex": 8,
                               "semver": 45, "urls": 61}
 
 
@@ -185,7 +185,8 @@ _CALLS = ("isIP(s)", "isCIDR(s)", "isURL(s)", "isSemver(s)", "isSemver(s, true)"
 
 @pytest.mark.parametrize("call", _CALLS)
 def test_library_functions_are_linear_on_megabyte_inputs(call):
-    """Bounded: a megabyte of the worst shapes for each parser answers within two seconds (quadratic: hours)."""
+    """Bounded: a megabyte of the worst shapes for each parser answers within five seconds, on a loaded machine
+    (a quadratic parser would take hours)."""
     import time
 
     expression = Expression(call, declarations={"s": "string"})
@@ -195,4 +196,18 @@ def test_library_functions_are_linear_on_megabyte_inputs(call):
             expression.run({"s": text})
         except Exception:  # noqa: BLE001 - an error is an answer; only the time is measured
             pass
-        assert time.monotonic() - started < 2.0, (call, text[:20])
+        assert time.monotonic() - started < 5.0, (call, text[:20])
+
+
+@pytest.mark.parametrize("call", ["lists.range(1000000).distinct().size()", "lists.range(1000000).reverse().sort()[0]",
+                                  "lists.range(1000000).slice(10, 999999).size()",
+                                  "lists.range(100000).map(i, [i, [i, [i]]]).flatten(5).size()",
+                                  "lists.range(100000).map(i, [i, 'a']).distinct().size()"])
+def test_lists_extension_is_bounded_on_large_lists(call):
+    """Bounded: up to a million items through the lists extension answer within five seconds (cel-go's distinct is
+    quadratic; aiadmit's hashes)."""
+    import time
+
+    started = time.monotonic()
+    Expression(call, declarations={}).run({})
+    assert time.monotonic() - started < 5.0, call

@@ -1,4 +1,5 @@
-"""The declarations of Kubernetes' ip, cidr, url, format, semver and jsonpatch CEL libraries, for cel/library.py.
+"""The declarations of Kubernetes' ip, cidr, url, format, semver, jsonpatch CEL libraries (and cel-go's lists
+extension, which Kubernetes 1.34 enables), for cel/library.py.
 
 Why a module of its own: library.py is the one function table (the checker, the compiler and the docs read it),
 but these six libraries are 40 functions; their rows live here, in library.py's shape
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from webhook.cel import formats, network as net, semver as sv, timestamps as ts, urls
+from webhook.cel import formats, lists, network as net, semver as sv, timestamps as ts, urls
 from webhook.cel.runtime import overload, register_type
 
 IP, CIDR, URL, SEMVER, FORMAT = "net.IP", "net.CIDR", "kubernetes.URL", "kubernetes.Semver", "kubernetes.NamedFormat"
@@ -21,7 +22,7 @@ for _kind in (net.IP, net.CIDR, urls.URL, sv.Semver, formats.Format):
     register_type(_kind)
 
 # Names the parser reads as one global function (`ip.isCanonical(...)`), and qualified type names
-NAMESPACED = frozenset({"ip.isCanonical", "format.named", "jsonpatch.escapeKey"} |
+NAMESPACED = frozenset({"ip.isCanonical", "format.named", "jsonpatch.escapeKey", "lists.range"} |
                        {f"format.{name}" for name in formats.FORMATS})
 TYPE_NAMES = frozenset({IP, CIDR, URL, SEMVER, FORMAT})
 
@@ -81,7 +82,7 @@ def _same_element(kinds: list, member: bool) -> Any:
 # Kubernetes' overloads the argument kinds alone do not say (`function.check(kinds, member)`): the lists library's
 # element types (what the checker knows of the elements must fit), and ip()'s two call forms
 CHECKS: dict = {"sum": _summable, "min": _comparable, "max": _comparable, "isSorted": _comparable,
-                "indexOf": _same_element, "lastIndexOf": _same_element, "ip": _ip_form}
+                "indexOf": _same_element, "lastIndexOf": _same_element, "ip": _ip_form, "sort": _comparable}
 
 
 def _escape_key(key: Any) -> str:
@@ -130,6 +131,13 @@ SPECS: tuple = (
     ("major", "kubernetes", ((SEMVER,),), "int", sv.part("major"), True, ""),
     ("minor", "kubernetes", ((SEMVER,),), "int", sv.part("minor"), True, ""),
     ("patch", "kubernetes", ((SEMVER,),), "int", sv.part("patch"), True, ""),
+    # cel-go's lists extension, version 3 (Kubernetes 1.34 enables it; `reverse` is in library.py, with strings')
+    ("lists.range", "cel", (("int",),), ("list", "int"), lists.range_, False, ""),
+    ("distinct", "cel", (("list",),), None, lists.distinct, True, ""),
+    ("flatten", "cel", (("list",), ("list", "int")), ("list", "dyn"), lists.flatten, True,
+     "one level, or as many as given"),
+    ("slice", "cel", (("list", "int", "int"),), None, lists.slice_, True, ""),
+    ("sort", "cel", (("list",),), None, lists.sort, True, "the `sortBy` macro is not implemented"),
     # jsonpatch (Kubernetes 1.32, MutatingAdmissionPolicy's environment)
     ("jsonpatch.escapeKey", "kubernetes", ((_S,),), _S, _escape_key, False, "`~` to `~0`, `/` to `~1`"),
 )

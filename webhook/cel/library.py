@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 
 import re2
 
-from webhook.cel import k8slibs
+from webhook.cel import k8slibs, lists as cel_lists
 from webhook.cel import strings as st
 from webhook.cel import timestamps as ts
 from webhook.cel.parser import INT64_MAX, INT64_MIN, UInt
@@ -357,7 +357,7 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
     _f("upperAscii", "cel", (("string",),), "string", st.upper_ascii, True),
     _f("lowerAscii", "cel", (("string",),), "string", st.lower_ascii, None,
        "as a method (cel-go); `lowerAscii(s)` is the aiadmit spelling"),
-    _f("reverse", "cel", (("string",),), "string", st.reverse, True),
+    _f("reverse", "cel", (("string",), ("list",)), None, cel_lists.reverse, True, "strings and lists extensions"),
     _f("join", "cel", (("list",), ("list", "string")), "string", _join, None,
        "as a method (cel-go); `join(list, sep)` and joining non-strings are aiadmit's"),
     _f("strings.quote", "cel", (("string",),), "string", st.quote, False),

@@ -34,7 +34,7 @@ _NAMESPACED = frozenset({"cel.bind", "strings.quote", "math.greatest", "math.lea
                          "sets.contains", "sets.equivalent", "sets.intersects", "math.bitAnd", "math.bitOr",
                          "math.bitXor", "math.bitNot", "math.bitShiftLeft", "math.bitShiftRight", "math.sqrt"})
 # Kubernetes' namespaced functions (cel/k8slibs.py declares them) and qualified type names (`type(x) == net.IP`)
-_NAMESPACED |= frozenset({"ip.isCanonical", "format.named", "jsonpatch.escapeKey"} | {
+_NAMESPACED |= frozenset({"ip.isCanonical", "format.named", "jsonpatch.escapeKey", "lists.range"} | {
     f"format.{name}" for name in ("dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName",
                                   "dns1123LabelPrefix", "dns1123SubdomainPrefix", "dns1035LabelPrefix", "labelValue",
                                   "uri", "uuid", "byte", "date", "datetime")})

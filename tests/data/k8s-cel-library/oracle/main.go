@@ -58,6 +58,8 @@ func literal(v ref.Val) string {
 		return strconv.FormatBool(bool(x))
 	case types.Null:
 		return "null"
+	case types.Bytes:
+		return "b" + quote(string(x))
 	case types.Duration:
 		return "duration(" + quote(strconv.FormatInt(x.Duration.Nanoseconds(), 10)+"ns") + ")"
 	case types.Timestamp:
