@@ -28,11 +28,23 @@ TYPE_NAMES = frozenset({IP, CIDR, URL, SEMVER, FORMAT})
 
 
 def overloaded(name: str, quantity: Callable[[Any, Any], Any], semver: Callable[[int], Any]) -> Callable:
-    """`a.compareTo(b)` and the like: the semver overload for a semver receiver, else the quantity one."""
-    def call(a: Any, b: Any) -> Any:
-        if type(a) is sv.Semver:
-            return semver(sv.compare(a, b, name))
-        return quantity(a, b)
+    """`a.compareTo(b)` and the like: the semver overload for a semver receiver, else the quantity one, with the
+    common case (two quantities, carried as doubles) answered in place: these run in every review."""
+    if name == "compareTo":
+        def call(a: Any, b: Any) -> Any:
+            if type(a) is float and type(b) is float:
+                return (a > b) - (a < b)
+            return semver(sv.compare(a, b, name)) if type(a) is sv.Semver else quantity(a, b)
+    elif name == "isGreaterThan":
+        def call(a: Any, b: Any) -> Any:
+            if type(a) is float and type(b) is float:
+                return a > b
+            return semver(sv.compare(a, b, name)) if type(a) is sv.Semver else quantity(a, b)
+    else:
+        def call(a: Any, b: Any) -> Any:
+            if type(a) is float and type(b) is float:
+                return a < b
+            return semver(sv.compare(a, b, name)) if type(a) is sv.Semver else quantity(a, b)
     return call
 
 
