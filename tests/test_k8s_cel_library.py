@@ -211,3 +211,13 @@ def test_lists_extension_is_bounded_on_large_lists(call):
     started = time.monotonic()
     Expression(call, declarations={}).run({})
     assert time.monotonic() - started < 5.0, call
+
+
+def test_lists_range_is_bounded_in_memory():
+    """lists.range() builds a list from nothing: a million items at most at run time, and a rule that would build
+    more than about 4 million in all (a range inside a map over a range) does not load."""
+    assert Expression("lists.range(1000).map(i, lists.range(1000)).size()", declarations={}).run({}) == 1000
+    with pytest.raises(Exception, match="more than 1000000 items"):
+        Expression("lists.range(n)", declarations={"n": "int"}).run({"n": 10 ** 9})
+    with pytest.raises(CelError, match="estimated cost"):
+        Expression("lists.range(100000).map(i, lists.range(100000)).size()", declarations={})

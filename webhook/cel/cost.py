@@ -145,8 +145,11 @@ class _Estimator:
             # cel-go's lists extension: a pass over the list (sort: n log n, costed as 10 passes), a list as large
             size = parts[0].size if node[1] != "lists.range" else (
                 float(node[3][0][1]) if node[3][0][0] == "lit" and type(node[3][0][1]) is int else self.items)
-            return _Est(_merge(cost, {parts[0].root if parts else None: size * (10.0 if node[1] == "sort" else 1.0)}),
-                        size, parts[0].root if parts else None)
+            factor = 10.0 if node[1] == "sort" else 1.0
+            if node[1] == "lists.range":  # it builds its list from nothing: costed by memory, so that whatever
+                factor = self.limits.per_expression / 4e6  # loads builds at most 4 million items (~150 MB)
+            return _Est(_merge(cost, {parts[0].root if parts else None: size * factor}), size,
+                        parts[0].root if parts and node[1] != "lists.range" else None)
         if kind == "call" and node[1] in ("sum", "min", "max", "isSorted", "indexOf", "lastIndexOf", "least",
                                           "greatest", "sets.contains", "sets.equivalent", "sets.intersects"):
             size = sum(part.size for part in parts)

@@ -5,7 +5,7 @@ Why: since 1.34 a ValidatingAdmissionPolicy may write `lists.range(n)`, `l.disti
 (ext/lists.go): `flatten()` is one level, `sort()` wants comparable elements all of one type, `distinct()` keeps the
 first of the elements CEL calls equal (1, 1u and 1.0 are one). The `sortBy` macro is not here (it needs the parser).
 Bounded: `distinct` hashes a canonical key of each element (cel-go compares every pair), so every function is
-linear (sort: n log n) in its input; `lists.range` is capped at the run-time size bound.
+linear (sort: n log n) in its input; `lists.range` is capped at a million items.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from webhook.cel.parser import UInt
 from webhook.cel.runtime import MAX_SIZE, EvalError, less, overload
 
 _COMPARABLE = (int, UInt, float, bool, str, bytes)
+# lists.range() builds its list: a million Python ints is about 36 MB, inside the webhook's memory limit with room
+# (runtime.MAX_SIZE, 8 M, is a bound for characters; 8 M list items would be some 300 MB)
+MAX_RANGE = 1_000_000
 
 
 def _list(value: Any, name: str) -> list:
@@ -33,8 +36,8 @@ def _int(value: Any, name: str) -> int:
 
 def range_(n: Any) -> list:
     n = _int(n, "lists.range")
-    if n > MAX_SIZE:
-        raise EvalError(f"lists.range() of more than {MAX_SIZE} items")
+    if n > MAX_RANGE:
+        raise EvalError(f"lists.range() of more than {MAX_RANGE} items")
     return list(range(n))
 
 
