@@ -31,7 +31,7 @@ _STRING_METHODS = {"startsWith", "endsWith", "contains"}
 # Timestamp and duration accessors: run on the reference library (the native compiler lacks them)
 REFERENCE_ONLY: frozenset = frozenset()  # everything the checker knows now compiles natively
 _TYPE_NAMES = frozenset({"bool", "int", "uint", "double", "string", "bytes", "null_type", "list", "map", "type",
-                         "optional_type"})
+                         "optional_type", "net.IP", "net.CIDR"})  # the last two: Kubernetes' (cel/k8slibs.py)
 
 
 class CheckError(ValueError):
@@ -347,6 +347,8 @@ class Checker:
         if not any(all(_accepts(kind, wanted) for kind, wanted in zip(kinds, shape)) for shape in shapes):
             raise self.fail(node, f"no matching overload for {name}() applied to "
                                   f"({', '.join(show(k) for k in kinds)})")
+        if function.check is not None and (problem := function.check(kinds, target is not None)):  # Kubernetes'
+            raise self.fail(node, f"no matching overload for {name}() applied to ({show(kinds[0])}): {problem}")
         if function.pattern is not None:
             argument = (((target,) if target is not None else ()) + args)[function.pattern]
             if argument[0] == "lit" and type(argument[1]) is str:

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from webhook.cel.parser import UInt
-from webhook.cel.runtime import _TIME, _TIME_OPS, EvalError, _int, _uint, overload
+from webhook.cel.runtime import _OPAQUE, _TIME, _TIME_OPS, EvalError, _int, _uint, overload
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: Python's int() would also take "1_000" and " 1"
 _DOUBLE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:[iI]nf(?:inity)?|NaN|nan)")
@@ -83,6 +83,8 @@ def to_string(value: Any) -> str:
             raise EvalError("string() of bytes that are not UTF-8") from None
     if kind in _TIME:
         return _TIME_OPS["string"](value)
+    if kind in _OPAQUE and hasattr(value, "cel_string"):  # string(ip), string(cidr): Kubernetes' conversions
+        return value.cel_string()
     raise overload("string", value)
 
 

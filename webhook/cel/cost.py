@@ -29,7 +29,17 @@ from webhook.cel.tree import children
 
 _STRING_FUNCTIONS = frozenset({"matches", "find", "findAll", "contains", "startsWith", "endsWith", "split",
                                "replace", "indexOf", "lastIndexOf", "join", "lowerAscii", "upperAscii", "trim",
-                               "substring", "format", "strings.quote", "glob", "reverse", "string"})
+                               "substring", "format", "strings.quote", "glob", "reverse", "string",
+                               # Kubernetes' ip, cidr, url, format, semver, jsonpatch: linear in their text
+                               "ip", "isIP", "ip.isCanonical", "cidr", "isCIDR", "containsIP", "containsCIDR", "url",
+                               "isURL", "getQuery", "getEscapedPath", "getHost", "getHostname", "validate", "semver",
+                               "isSemver", "jsonpatch.escapeKey"})
+# Results as large as their input (escapeKey: twice at most; a URL and what is read from it: the URL's text)
+_SIZED_RESULTS = {"url": 1.0, "getQuery": 1.0, "getEscapedPath": 3.0, "getHost": 1.0, "getHostname": 1.0,
+                  "validate": 1.0, "jsonpatch.escapeKey": 2.0}
+# Kubernetes' factors over 0.1 a character (library/cost.go): isCanonical parses and compares; validate runs a
+# pattern of up to 128 characters at 0.25 each
+_FACTORS = {"ip.isCanonical": 2.0, "validate": 32.0}
 _COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "existsOne", "map", "filter"})
 
 
@@ -124,13 +134,23 @@ class _Estimator:
             size = sum(part.size for part in parts)
             result = size if node[1] in ("join", "replace", "format", "lowerAscii", "upperAscii", "trim",
                                          "substring", "split", "findAll", "strings.quote", "reverse",
-                                         "string") else 1.0
-            return _Est(_merge(cost, _reading(parts)), result, _root(parts))
+                                         "string") else _SIZED_RESULTS.get(node[1], 0.0) * size or 1.0
+            reading = {tag: value * _FACTORS.get(node[1], 1.0) for tag, value in _reading(parts).items()}
+            return _Est(_merge(cost, reading), result, _root(parts))
         if kind in ("list", "map"):
             return _Est(cost, sum(part.size for part in parts) or 1.0)
         if kind == "cond":
             return _Est(cost, max(parts[1].size, parts[2].size),
                         parts[1].root if parts[1].root == parts[2].root else None)
+        if kind == "call" and node[1] in ("sort", "distinct", "reverse", "slice", "flatten", "lists.range"):
+            # cel-go's lists extension: a pass over the list (sort: n log n, costed as 10 passes), a list as large
+            size = parts[0].size if node[1] != "lists.range" else (
+                float(node[3][0][1]) if node[3][0][0] == "lit" and type(node[3][0][1]) is int else self.items)
+            factor = 10.0 if node[1] == "sort" else 1.0
+            if node[1] == "lists.range":  # it builds its list from nothing: costed by memory, so that whatever
+                factor = self.limits.per_expression / 4e6  # loads builds at most 4 million items (~150 MB)
+            return _Est(_merge(cost, {parts[0].root if parts else None: size * factor}), size,
+                        parts[0].root if parts and node[1] != "lists.range" else None)
         if kind == "call" and node[1] in ("sum", "min", "max", "isSorted", "indexOf", "lastIndexOf", "least",
                                           "greatest", "sets.contains", "sets.equivalent", "sets.intersects"):
             size = sum(part.size for part in parts)

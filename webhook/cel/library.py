@@ -15,12 +15,13 @@ Kubernetes' syntax (`\\z` accepted, look-behind rejected).
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Callable, Optional
 
 import re2
 
+from webhook.cel import k8slibs, lists as cel_lists
 from webhook.cel import strings as st
 from webhook.cel import timestamps as ts
 from webhook.cel.parser import INT64_MAX, INT64_MIN, UInt
@@ -42,6 +43,7 @@ class Function:
     member: Optional[bool] = None  # True: only x.f(...); False: only f(...); None: both
     doc: str = ""
     pattern: Optional[int] = None  # the argument (receiver first) that is a regular expression: checked at load
+    check: Optional[Callable[[list, bool], Optional[str]]] = None  # (kinds, a method call?) -> why not, or None
 
     @staticmethod
     def check_pattern(pattern: str) -> None:
@@ -152,11 +154,14 @@ def _find(text: Any, pattern: Any) -> str:
 def _find_all(text: Any, pattern: Any, limit: Any = -1) -> list:
     if type(text) is not str or type(pattern) is not str or type(limit) is not int:
         raise overload("findAll", text, pattern, limit)
-    out = []
+    out, end = [], -1
     for found in regex(pattern).finditer(text):
         if 0 <= limit <= len(out):
             break
+        if found.start() == found.end() == end:  # Go: an empty match abutting the previous match is not one
+            continue
         out.append(found.group(0))
+        end = found.end()
     return out
 
 
@@ -171,6 +176,8 @@ def _sum(items: Any) -> Any:
     if not items:
         return 0  # Kubernetes: an empty list sums to int 0
     kind = type(items[0])
+    if kind is ts.Duration:  # Kubernetes sums durations too
+        return k8slibs.sum_durations(items)
     if kind not in (int, float, UInt):
         raise overload("sum", items)
     total = items[0]
@@ -179,14 +186,14 @@ def _sum(items: Any) -> Any:
             raise overload("sum", items)
         total += item
     if kind is int and not (INT64_MIN <= total <= INT64_MAX):
-        raise EvalError("int overflow")
+        raise EvalError("integer overflow")
     return UInt(total) if kind is UInt else total
 
 
 def _extreme(items: Any, name: str, pick: str) -> Any:
     items = _list(items, name)
     if not items:
-        raise EvalError(f"{name}() of an empty list")
+        raise EvalError(f"{name} called on empty list")  # Kubernetes' wording
     best = items[0]
     for item in items[1:]:
         if less(item, best, pick):
@@ -312,9 +319,12 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
     _f("quantity", "kubernetes", (("any",),), "quantity", quantity, False,
        "of a string (Kubernetes); of a number (YAML's `cpu: 2`) is aiadmit's"),
     _f("isQuantity", "kubernetes", (("string",),), "bool", _is_quantity, False),
-    _f("isGreaterThan", "kubernetes", (("quantity", "quantity"),), "bool", lambda a, b: _compare(a, b) > 0, True),
-    _f("isLessThan", "kubernetes", (("quantity", "quantity"),), "bool", lambda a, b: _compare(a, b) < 0, True),
-    _f("compareTo", "kubernetes", (("quantity", "quantity"),), "int", _compare, True),
+    _f("isGreaterThan", "kubernetes", (("quantity", "quantity"), (k8slibs.SEMVER,) * 2), "bool",
+       k8slibs.overloaded("isGreaterThan", lambda a, b: _compare(a, b) > 0, lambda c: c > 0), True),
+    _f("isLessThan", "kubernetes", (("quantity", "quantity"), (k8slibs.SEMVER,) * 2), "bool",
+       k8slibs.overloaded("isLessThan", lambda a, b: _compare(a, b) < 0, lambda c: c < 0), True),
+    _f("compareTo", "kubernetes", (("quantity", "quantity"), (k8slibs.SEMVER,) * 2), "int",
+       k8slibs.overloaded("compareTo", _compare, lambda c: c), True),
     _f("asApproximateFloat", "kubernetes", (("quantity",),), "double", lambda q: _q(q, "asApproximateFloat"), True),
     _f("asInteger", "kubernetes", (("quantity",),), "int", _as_integer, True),
     _f("isInteger", "kubernetes", (("quantity",),), "bool", _is_integer, True),
@@ -350,7 +360,7 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
     _f("upperAscii", "cel", (("string",),), "string", st.upper_ascii, True),
     _f("lowerAscii", "cel", (("string",),), "string", st.lower_ascii, None,
        "as a method (cel-go); `lowerAscii(s)` is the aiadmit spelling"),
-    _f("reverse", "cel", (("string",),), "string", st.reverse, True),
+    _f("reverse", "cel", (("string",), ("list",)), None, cel_lists.reverse, True, "strings and lists extensions"),
     _f("join", "cel", (("list",), ("list", "string")), "string", _join, None,
        "as a method (cel-go); `join(list, sep)` and joining non-strings are aiadmit's"),
     _f("strings.quote", "cel", (("string",),), "string", st.quote, False),
@@ -390,6 +400,8 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
     _f("value", "cel", (("optional",),), None, _opt_value, True),
     _f("orValue", "cel", (("optional", _A),), None, _or_value, True),
     _f("or", "cel", (("optional", "optional"),), "optional", _or, True),
+    # Kubernetes: ip, cidr, url, format, semver, jsonpatch (cel/k8slibs.py)
+    *(_f(*spec) for spec in k8slibs.SPECS),
     # aiadmit's extension library: not portable to a ValidatingAdmissionPolicy
     _f("formatBytes", "aiadmit", (("number",),), "string", lambda n: format_bytes(int(n)), False),
     _f("glob", "aiadmit", (("string", _A),), "bool", _glob, False),
@@ -402,6 +414,8 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
     _f("quotaSelects", "aiadmit", ((_A, _A), (_A, _A, _A)), "bool", quota_selects, False,
        "the API server's ResourceQuota scope matching"),
 )}
+
+FUNCTIONS.update({name: replace(FUNCTIONS[name], check=test) for name, test in k8slibs.CHECKS.items()})
 
 # What the reference library (the fallback) is given: plain callables by name (no namespaced names: it has its own)
 CALLABLES: dict[str, Callable[..., Any]] = {name: f.call for name, f in FUNCTIONS.items() if "." not in name}

@@ -33,6 +33,12 @@ _NAMESPACED = frozenset({"cel.bind", "strings.quote", "math.greatest", "math.lea
                          "math.isFinite", "optional.of", "optional.none", "optional.ofNonZeroValue",
                          "sets.contains", "sets.equivalent", "sets.intersects", "math.bitAnd", "math.bitOr",
                          "math.bitXor", "math.bitNot", "math.bitShiftLeft", "math.bitShiftRight", "math.sqrt"})
+# Kubernetes' namespaced functions (cel/k8slibs.py declares them) and qualified type names (`type(x) == net.IP`)
+_NAMESPACED |= frozenset({"ip.isCanonical", "format.named", "jsonpatch.escapeKey", "lists.range"} | {
+    f"format.{name}" for name in ("dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName",
+                                  "dns1123LabelPrefix", "dns1123SubdomainPrefix", "dns1035LabelPrefix", "labelValue",
+                                  "uri", "uuid", "byte", "date", "datetime")})
+_QUALIFIED_TYPES = frozenset({"net.IP", "net.CIDR"})  # Kubernetes names no other of its types
 _RELATIONS = ("==", "!=", "<", "<=", ">", ">=", "in")
 
 
@@ -216,6 +222,10 @@ class _Parser:
             while self.peek(".") and self.tokens[self.at + 1][0] == "ident" and \
                     f"{value}.{self.tokens[self.at + 1][1]}" in _NAMESPACED and self.tokens[self.at + 2][1] == "(":
                 self.take()  # `cel.bind(`, `strings.quote(`, `math.greatest(`, `optional.of(`: one function name
+                value = f"{value}.{self.take()[1]}"
+            if self.peek(".") and self.tokens[self.at + 1][0] == "ident" and \
+                    f"{value}.{self.tokens[self.at + 1][1]}" in _QUALIFIED_TYPES:
+                self.take()  # `net.IP`: one type name
                 value = f"{value}.{self.take()[1]}"
             if self.peek("("):
                 return self.mark(("call", value, None, self.arguments()), position)

@@ -61,6 +61,16 @@ def register_time(timestamp: type, duration: type, add_: Callable, subtract: Cal
     _TIME_OPS.update({"+": add_, "-": subtract, "string": text, "timestamp": timestamp})
 
 
+# The Kubernetes library types (net.IP, net.CIDR, kubernetes.URL, kubernetes.Semver, kubernetes.NamedFormat):
+# Python classes with a `cel_type` name, equal by their own __eq__ (cel/kubernetes.py registers them)
+_OPAQUE: dict = {}
+
+
+def register_type(kind: type) -> None:
+    TYPES.setdefault(kind.cel_type, CelType(kind.cel_type))
+    _TYPE_OF[kind] = _OPAQUE[kind] = TYPES[kind.cel_type]
+
+
 def type_of(value: Any) -> CelType:
     found = _TYPE_OF.get(type(value))
     if found is None:
@@ -92,6 +102,8 @@ def equals(a: Any, b: Any) -> bool:
         return (a is NONE and b is NONE) or (a is not NONE and b is not NONE and equals(a.value, b.value))
     if ta is tb and ta in _TIME:
         return a.ns == b.ns
+    if ta is tb and ta in _OPAQUE:
+        return a == b
     if ta is dict and tb is dict:
         if len(a) != len(b):
             return False

@@ -1,0 +1,121 @@
+"""Regenerate cases.yaml: the expressions of Kubernetes' CEL library tests and doc examples, with Kubernetes' answers.
+
+    python3 tests/data/k8s-cel-library/extract.py /root/go/pkg/mod/k8s.io/apiserver@v0.34.4/pkg/cel/library ORACLE
+
+Why two sources: k8s.io/apiserver v0.34.4's pkg/cel/library has table tests for quantity, ip, cidr, format and
+semver, and documents lists, regex, urls, jsonpatch (and the others) only by examples in its doc comments. The
+expressions of both are taken; the expected answer of every one is what Kubernetes itself returns, obtained by
+running it through ORACLE (oracle/main.go built: the API server's base CEL environment for 1.34), so a doc
+comment's mistaken `// returns` does not become a wrong expectation. The doc comment's claim is kept as `doc`.
+Only expressions and answers are recorded (facts); no Go code is copied. Needs PyYAML.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import yaml
+
+TABLES = {"quantity_test.go": "quantity", "ip_test.go": "ip", "cidr_test.go": "cidr", "format_test.go": "format",
+          "semver_test.go": "semver"}
+DOCS = {"lists.go": "lists", "regex.go": "regex", "urls.go": "urls", "quantity.go": "quantity", "ip.go": "ip",
+        "cidr.go": "cidr", "semverlib.go": "semver", "format.go": "format", "jsonpatch.go": "jsonpatch",
+        "authz.go": "authz"}
+HERE = os.path.dirname(os.path.abspath(__file__))
+_STRING = r'(`[^`]*`|"(?:[^"\\]|\\.)*")'
+
+
+def go_string(text: str) -> str:
+    return text[1:-1] if text.startswith("`") else json.loads(text)
+
+
+def table_cases(path: str, library: str) -> list[dict]:
+    source = open(path, encoding="utf-8").read()
+    out = []
+    for function in re.finditer(r"^func (Test\w+)\(t \*testing\.T\) \{\n(.*?)^\}", source, re.S | re.M):
+        test, body = function.group(1), function.group(2)
+        for case in re.finditer(r"\{\s*name:\s*" + _STRING + r",\s*expr:\s*" + _STRING + r",(.*?)\n\t\t\},", body,
+                                re.S):
+            out.append({"library": library, "source": f"{os.path.basename(path)} {test}",
+                        "name": go_string(case.group(1)), "expr": go_string(case.group(2))})
+    return out
+
+
+def format_generated(source_dir: str) -> list[dict]:
+    """format_test.go also tests every named format by a loop over the format names (format.go)."""
+    source = open(os.path.join(source_dir, "format.go"), encoding="utf-8").read()
+    block = re.search(r"^var ConstantFormats = .*?^\}", source, re.S | re.M).group(0)
+    names = re.findall(r'^\t"(\w+)": \{', block, re.M)
+    out = []
+    for left in names:
+        out.append({"name": f"lookup and comparison {left}", "expr": f'format.named("{left}").hasValue()'})
+        out.append({"name": f"comparison with lookup succeeds {left}",
+                    "expr": f'format.named("{left}").value() == format.{left}()'})
+        out.extend({"name": f"compare_{left}_{right}", "expr": f"format.{left}() == format.{right}()"}
+                   for right in names if right != left)
+    return [dict(case, library="format", source="format_test.go TestFormat (generated over the format names)")
+            for case in out]
+
+
+def doc_cases(path: str, library: str) -> list[dict]:
+    out = []
+    for line in open(path, encoding="utf-8"):
+        found = re.match(r"^//\s+(.+?)\s*//\s*(returns?.*|error.*|Applies.*)$", line.rstrip("\n"))
+        if found and not found.group(1).startswith(("<", "-")):
+            out.append({"library": library, "source": f"{os.path.basename(path)} doc comment",
+                        "name": found.group(1), "expr": found.group(1), "doc": found.group(2).strip()})
+    return out
+
+
+def edge_cases() -> list[dict]:
+    """edge-cases.txt: aiadmit's own expressions (`LIBRARY EXPRESSION` a line) at the corners of Go's parsers."""
+    out = []
+    for number, line in enumerate(open(os.path.join(HERE, "edge-cases.txt"), encoding="utf-8"), 1):
+        library, _, expr = line.rstrip("\n").partition(" ")
+        out.append({"library": library, "source": f"edge-cases.txt line {number}", "name": expr, "expr": expr})
+    return out
+
+
+def answer(cases: list[dict], oracle: str) -> list[dict]:
+    """Each case with Kubernetes' answer from ORACLE."""
+    run = subprocess.run([oracle], input="".join(json.dumps(c["expr"]) + "\n" for c in cases), text=True,
+                         capture_output=True, timeout=120, check=True)
+    answers = [json.loads(line) for line in run.stdout.splitlines()]
+    assert len(answers) == len(cases)
+    for case, found in zip(cases, answers):
+        assert found["expr"] == case["expr"]
+        for key in ("compile_error", "error", "type", "value"):
+            if key in found:
+                case[key] = found[key]
+    return cases
+
+
+def write(name: str, cases: list[dict], what: str) -> None:
+    with open(os.path.join(HERE, name), "w", encoding="utf-8") as out:
+        out.write(f"# Generated by extract.py: {what} (see README.md)\n")
+        yaml.safe_dump(cases, out, sort_keys=False, allow_unicode=True, width=120)
+
+
+def main(source_dir: str, oracle: str) -> None:
+    cases = []
+    for name, library in TABLES.items():
+        cases += table_cases(os.path.join(source_dir, name), library)
+        if name == "format_test.go":
+            cases += format_generated(source_dir)
+    for name, library in DOCS.items():
+        cases += doc_cases(os.path.join(source_dir, name), library)
+    for case in answer(cases, oracle):
+        if case["library"] == "authz":
+            case["skip"] = "needs an authorizer (Kubernetes binds `authorizer` to the API server's authorizer)"
+        elif "compile_error" in case and "undeclared reference" in case["compile_error"]:
+            case["skip"] = "the doc example uses a variable it does not define"
+    write("cases.yaml", cases, "k8s.io/apiserver v0.34.4 pkg/cel/library (Apache-2.0) tests and doc examples")
+    write("edge-cases.yaml", answer(edge_cases(), oracle), "edge-cases.txt, answered by Kubernetes 1.34")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
