@@ -84,19 +84,11 @@ LIBRARY = [
 ]
 
 # Why aiadmit's answer differs from Kubernetes' (measured on 2026-12-01, Kubernetes 1.34 = cel-go v0.26).
-_NOT_IMPLEMENTED = "Kubernetes' url/ip/cidr/format/semver libraries: not implemented in aiadmit (documented)"
-_LISTS = "cel-go's lists extension (version 3, enabled in Kubernetes 1.34): not implemented in aiadmit"
 _FORMAT = ("Kubernetes 1.34 has version 2 of cel-go's strings extension, whose format() writes %e as 1.2×10⁰³, "
            "infinity as ∞ and quotes strings inside lists and maps; aiadmit follows the cel-spec conformance files")
 _LENIENT = "Kubernetes' type checker rejects this at compile time; aiadmit's accepts it and gives the CEL value"
 _SPEC = "cel-go v0.26 (Kubernetes 1.34) gives a value where the cel-spec conformance file wants an error; aiadmit errors"
 KNOWN_DIFFERENCES: dict[str, str] = {
-    **{e: _NOT_IMPLEMENTED for e in (
-        'url("https://example.com:80/p?q=1").getHost()', 'isURL("not a url")', 'ip("10.0.0.1").family()',
-        'cidr("10.0.0.0/8").containsIP(ip("10.1.2.3"))', 'isIP("::1")', 'format.dns1123Label().validate("Abc")',
-        'semver("1.2.3").isLessThan(semver("1.10.0"))', 'isSemver("1.2")')},
-    **{e: _LISTS for e in ('[1, 2, 2, 3].distinct()', '[1, 2, 3].first()', '[1, 2, 3].reverse()', '[].last()',
-                           '[1, 2, 3].slice(1, 2)', '[3, 1, 2].sort()', '[[1, 2], [3]].flatten()', 'lists.range(4)')},
     '"%e".format([1234.5])': _FORMAT, '"%s".format([{"a": 1}])': _FORMAT,
     '"abc".reverse()': "string reverse() is version 3 of the strings extension: not in Kubernetes 1.34 (v2)",
     '[1, 2, 3].existsOne(x, x > 2)': "a one-variable existsOne is no macro of Kubernetes 1.34 (exists_one is)",
@@ -110,7 +102,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 }
 # Conformance tests by name (a prefix names a group) -> why aiadmit's answer differs from Kubernetes'.
 KNOWN_CONFORMANCE: dict[str, str] = {
-    "network_ext/": _NOT_IMPLEMENTED,
     "fields/qualified_identifier_resolution/map_value_repeat_key": _SPEC + " (a repeated map key: cel-go keeps "
                                                                     "the last)",
     "fields/qualified_identifier_resolution/": "a variable bound under a dotted name (a.b.c): aiadmit never binds one",

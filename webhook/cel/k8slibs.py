@@ -150,6 +150,9 @@ SPECS: tuple = (
      "one level, or as many as given"),
     ("slice", "cel", (("list", "int", "int"),), None, lists.slice_, True, ""),
     ("sort", "cel", (("list",),), None, lists.sort, True, "the `sortBy` macro is not implemented"),
+    # cel-go's optional library, version 2 (Kubernetes 1.34's optional types)
+    ("first", "cel", (("list",),), "optional", lists.first, True, "optional.none() of an empty list"),
+    ("last", "cel", (("list",),), "optional", lists.last, True, "optional.none() of an empty list"),
     # jsonpatch (Kubernetes 1.32, MutatingAdmissionPolicy's environment)
     ("jsonpatch.escapeKey", "kubernetes", ((_S,),), _S, _escape_key, False, "`~` to `~0`, `/` to `~1`"),
 )

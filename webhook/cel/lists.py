@@ -15,6 +15,7 @@ from typing import Any
 from webhook.cel import strings as st
 from webhook.cel.parser import UInt
 from webhook.cel.runtime import MAX_SIZE, EvalError, less, overload
+from webhook.cel.values import NONE, Optional
 
 _COMPARABLE = (int, UInt, float, bool, str, bytes)
 # lists.range() builds its list: a million Python ints is about 36 MB, inside the webhook's memory limit with room
@@ -39,6 +40,17 @@ def range_(n: Any) -> list:
     if n > MAX_RANGE:
         raise EvalError(f"lists.range() of more than {MAX_RANGE} items")
     return list(range(n))
+
+
+def first(items: Any) -> Optional:
+    """`l.first()` (cel-go's optional library, version 2): optional.of the first item, optional.none() of []."""
+    items = _list(items, "first")
+    return Optional(items[0]) if items else NONE
+
+
+def last(items: Any) -> Optional:
+    items = _list(items, "last")
+    return Optional(items[-1]) if items else NONE
 
 
 def reverse(value: Any) -> Any:
