@@ -26,7 +26,7 @@ _TEMPLATE = re.compile(r"\{\{(.*?)\}\}", re.S)
 # listed policy that has no repeats left, so the list only shrinks).
 PENDING = frozenset({
     "devices-declared", "gang-admission", "gpu-quota", "hugepages-consistent", "inference-autoscaling",
-    "priority-class", "resources-declared", "semantic-readiness", "shm-sized", "startup-budget",
+    "priority-class", "semantic-readiness", "startup-budget",
     "untrusted-gpu-isolation", "untrusted-hardening",
 })
 
