@@ -84,3 +84,31 @@ def test_variable_errors_fail_the_load_at_their_place(tmp_path, old, new, messag
     with pytest.raises(PolicyLoadError) as raised:
         _engine(tmp_path, POLICY.replace(old, new))
     assert any(message in problem for problem in raised.value.problems), raised.value.problems
+
+
+def test_a_rule_needs_the_pod_only_through_the_variables_it_reads(tmp_path):
+    """A variable that reads `pod` must not keep a rule that never reads it from a kind with no pod spec (a TrainJob's
+    trainer): each rule binds, and is planned by, only the variables it names (and what those read)."""
+    text = POLICY.replace("""  - name: kindName
+    expression: object.kind + "/" + object.metadata.name
+""", """  - name: kindName
+    expression: object.kind + "/" + object.metadata.name
+  - name: podClass
+    expression: 'has(pod.priorityClassName) ? pod.priorityClassName : ""'
+""").replace("""  - name: vap-names""", """  - name: pod-class
+    target: pod
+    expression: variables.podClass != ""
+    message: no class
+  - name: vap-names""")
+    (tmp_path / "vap.yaml").write_text(text)
+    policy = load_policies([str(tmp_path / "vap.yaml")])[0]
+    rules = {rule.name: rule for rule in policy.rules}
+    assert not rules["gpu-count"].needs_pod and "pod" not in rules["gpu-count"].variables
+    assert rules["pod-class"].needs_pod
+    trainjob = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                "metadata": {"name": "t", "namespace": "n"},
+                "spec": {"runtimeRef": {"name": "torch"},
+                         "trainer": {"resourcesPerNode": {"limits": {"nvidia.com/gpu": "4"}}}}}
+    findings = Engine([policy]).evaluate(Resource(trainjob)).findings
+    assert [(f.rule, f.message) for f in findings] == [
+        ("gpu-count", "container trainer of TrainJob/t asks for 4 GPUs, more than 2")]
