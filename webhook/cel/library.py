@@ -310,7 +310,8 @@ _A = "any"
 FUNCTIONS: dict[str, Function] = {f.name: f for f in (
     # Kubernetes: quantity library
     _f("quantity", "kubernetes", (("any",),), "quantity", quantity, False,
-       "of a string (Kubernetes); of a number (YAML's `cpu: 2`) is aiadmit's"),
+       "of a string (Kubernetes); of a number (YAML's `cpu: 2`, kept by custom resources) is the aiadmit "
+       "quantity-of-number extension"),
     _f("isQuantity", "kubernetes", (("string",),), "bool", _is_quantity, False),
     _f("isGreaterThan", "kubernetes", (("quantity", "quantity"),), "bool", lambda a, b: _compare(a, b) > 0, True),
     _f("isLessThan", "kubernetes", (("quantity", "quantity"),), "bool", lambda a, b: _compare(a, b) < 0, True),
@@ -319,9 +320,9 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
     _f("asInteger", "kubernetes", (("quantity",),), "int", _as_integer, True),
     _f("isInteger", "kubernetes", (("quantity",),), "bool", _is_integer, True),
     _f("sign", "kubernetes", (("quantity",),), "int", _sign, True),
-    _f("add", "kubernetes", (("quantity", "number"),), "quantity",
+    _f("add", "kubernetes", (("quantity", "quantity"), ("quantity", "int")), "quantity",
        lambda a, b: _q(a, "add") + _q(b, "add"), True),
-    _f("sub", "kubernetes", (("quantity", "number"),), "quantity",
+    _f("sub", "kubernetes", (("quantity", "quantity"), ("quantity", "int")), "quantity",
        lambda a, b: _q(a, "sub") - _q(b, "sub"), True),
     # Kubernetes: lists library
     _f("sum", "kubernetes", (("list",),), None, _sum, None,

@@ -25,7 +25,8 @@ from webhook.language.policy import Match, Mutation, Policy, Rule
 _PARAM_REF = re.compile(r"^\$\{params\.([A-Za-z_][A-Za-z0-9_]*)\}$")
 # `variables.NAME` or `variables["NAME"]` in a source: which named variables it may read (a match inside a string
 # literal only over-approximates, which binds more, never less)
-_VARIABLE_REF = re.compile(r"\bvariables\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*[\"']([A-Za-z_][A-Za-z0-9_]*)[\"']\s*\])")
+_VARIABLE_REF = re.compile(r"\bvariables\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)"
+                           r"|\[\s*[\"']([A-Za-z_][A-Za-z0-9_]*)[\"']\s*\])")
 
 
 def _substitute_params(value: Any, params: dict, where: str) -> Any:
