@@ -23,7 +23,7 @@ compile time, and webhook/cel/environment.py runs it on the reference library in
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional
 
 from webhook.cel import conversions as cv
 from webhook.cel import runtime as rt
@@ -38,7 +38,7 @@ _HELPERS = {
     "_sel": rt.select, "_idx": rt.index, "_fail": rt.fail, "_overload": rt.overload, "_neg": rt.negate,
     "_has": rt.has_field, "_iter": rt.iterable, "_map": rt.make_map, "_translate": rt.translate,
     "_optsel": rt.opt_select, "_over": rt.over_budget, "_pairs": rt.pairs, "_optlist": rt.opt_list,
-    "_optentries": rt.opt_entries, "_Opt": rt.Optional, "_NONE": rt.NONE,
+    "_optentries": rt.opt_entries, "_Opt": rt.Optional, "_NONE": rt.NONE, "_Vars": rt.Variables,
 }
 BUILTINS: dict[str, tuple[int, Callable]] = {
     "size": (1, rt.size),
@@ -67,13 +67,18 @@ class Program:
         self.python = python  # the generated source, for whoever debugs a rule
 
 
-def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = None) -> Program:
+def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = None,
+                   inline: Optional[Mapping[str, str]] = None) -> Program:
     """Compile `source`; ParseError if it is not CEL, Unsupported if it needs the reference library.
+
+    `inline` maps a policy's named variables to their sources: `variables.NAME` then computes NAME in place on its
+    first read in the binding and keeps it in the binding's `Variables` (cel/values.py), so a variable costs no
+    program call of its own.
 
     `cache.compile(python, filename)`, when given (language/checks.py), may answer Python's compile of the
     generated source from the command line's disk cache.
     """
-    generator = _Generator(functions)
+    generator = _Generator(functions, inline)
     body: list[str] = []
     try:
         result = generator.value(fold(parse(source)), body, "        ", {})
@@ -115,8 +120,9 @@ class _Generator(Comprehensions):
     variables to the Python locals that carry them.
     """
 
-    def __init__(self, functions: Mapping[str, Callable]):
+    def __init__(self, functions: Mapping[str, Callable], inline: Optional[Mapping[str, str]] = None):
         self.functions = functions
+        self.inline = inline or {}
         self.free: set[str] = set()
         self.constants: dict[str, Any] = {}
         self.count = 0
@@ -184,6 +190,14 @@ class _Generator(Comprehensions):
             return None
         local = self.name()
         out.append(f"{indent}{local} = {self.value(node, out, indent, scope)}")
+        if node == ("ident", "variables") and "variables" not in scope and type(steps[-1]) is str:
+            # a named variable already computed in this binding: read straight from its values (cel/values.py)
+            step = steps.pop()
+            if step in self.inline:
+                self._inline_variable(step, local, out, indent)
+            else:
+                out.append(f"{indent}{local} = {local}.values[{step!r}] if type({local}) is _Vars and {step!r} in "
+                           f"{local}.values else _sel({local}, {step!r})")
         for step in reversed(steps):
             if type(step) is str:
                 out.append(f"{indent}{local} = {local}[{step!r}] if type({local}) is dict else _sel({local}, {step!r})")
@@ -192,6 +206,18 @@ class _Generator(Comprehensions):
             else:
                 out.append(f"{indent}{local} = _idx({local}, {step})")
         return local
+
+    def _inline_variable(self, name: str, local: str, out: list, indent: str) -> None:
+        """`local = variables.NAME`, computing NAME here on its first read in the binding; its error is kept too."""
+        body, inner = [], indent + _IN * 2
+        result = self.value(fold(parse(self.inline[name])), body, inner, {})
+        out += [f"{indent}if type({local}) is not _Vars: {local} = _sel({local}, {name!r})",
+                f"{indent}elif {name!r} in {local}.values: {local} = {local}.values[{name!r}]",
+                f"{indent}elif {name!r} in {local}.failed: raise {local}.failed[{name!r}]",
+                f"{indent}else:", f"{indent}{_IN}try:", *body, f"{inner}{local}.values[{name!r}] = {result}",
+                f"{indent}{_IN}except Exception as _e:",
+                f"{indent}{_IN * 2}{local}.fail({name!r}, _translate(_e, A, _FREE))", f"{indent}{_IN * 2}raise",
+                f"{indent}{_IN}{local} = {local}.values[{name!r}]"]
 
     def _select(self, node: tuple, out: list, indent: str, scope: dict) -> str:
         return self._path(node, out, indent, scope)

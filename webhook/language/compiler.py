@@ -168,7 +168,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         selector=raw_match.get("selector"),
     )
     policy_id = doc["metadata"]["name"]
-    return Policy(
+    policy = Policy(
         id=policy_id,
         summary=doc["summary"].strip(),
         why=doc["why"].strip(),
@@ -186,6 +186,12 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         document=doc,
         checks=checks,
     )
+    if named:  # each reader computes the variables it reads in place (once per binding): no program call for them
+        sources = {name: e.compiled for name, e in named.items()}
+        for expression in policy.expressions():
+            if "variables" in expression.variables:
+                expression.inline = sources
+    return policy
 
 
 def referenced(*sources: Optional[str]) -> set:
