@@ -23,6 +23,7 @@ compile time, and webhook/cel/environment.py runs it on the reference library in
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any, Callable, Mapping, Optional
 
 from webhook.cel import conversions as cv
@@ -105,6 +106,12 @@ def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = 
 
 
 _IN = "    "
+
+
+@lru_cache(maxsize=1024)
+def _variable_tree(source: str) -> tuple:
+    """A named variable's folded tree, parsed once for all the programs that inline it (trees are never mutated)."""
+    return fold(parse(source))
 
 
 def _literal_type(node: tuple) -> type | None:
@@ -210,7 +217,7 @@ class _Generator(Comprehensions):
     def _inline_variable(self, name: str, local: str, out: list, indent: str) -> None:
         """`local = variables.NAME`, computing NAME here on its first read in the binding; its error is kept too."""
         body, inner = [], indent + _IN * 2
-        result = self.value(fold(parse(self.inline[name])), body, inner, {})
+        result = self.value(_variable_tree(self.inline[name]), body, inner, {})
         out += [f"{indent}if type({local}) is not _Vars: {local} = _sel({local}, {name!r})",
                 f"{indent}elif {name!r} in {local}.values: {local} = {local}.values[{name!r}]",
                 f"{indent}elif {name!r} in {local}.failed: raise {local}.failed[{name!r}]",
