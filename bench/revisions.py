@@ -40,7 +40,9 @@ ENGINE_PROBE = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 sys.path.insert(0, sys.argv[2])
+import webhook  # the revision's own package, first: bench/engine.py puts the work tree at the head of sys.path
 import engine as bench
+assert webhook.__file__.startswith(sys.argv[2]), webhook.__file__
 try:
     from webhook.engine.core import Engine
 except ImportError:

@@ -60,19 +60,40 @@ def test_variables_message_expression_and_vap_names(tmp_path):
         ("gpu-count", "container big of Pod/p asks for 4 GPUs, more than 2")]
 
 
-def test_a_variable_is_evaluated_at_most_once_per_binding(tmp_path):
-    engine = _engine(tmp_path)
-    runs = []
-    expression = engine.policies[0].named["gpus"]
-    program = expression.program
+@pytest.mark.parametrize("inlined", [True, False], ids=["computed-in-the-reader", "own-program"])
+def test_a_variable_is_evaluated_at_most_once_per_binding(tmp_path, monkeypatch, inlined):
+    """`gpus` is read by tooMany, by the rule and by its message: computed once per container all the same, whether
+    the reader computes it in place (the compiler inlines it) or calls its own program."""
+    from webhook.cel import values
 
-    class Counting:
-        def execute(self, context):
-            runs.append(context["container"]["name"])
-            return program.execute(context)
-    expression._program = Counting()  # observed: `gpus` is read by tooMany, by the rule and by its message
+    engine = _engine(tmp_path)
+    if not inlined:
+        for expression in engine.policies[0].expressions():
+            expression.inline = None
+    computed = []
+
+    class Recording(dict):
+        def __setitem__(self, name, value):
+            computed.append(name)
+            super().__setitem__(name, value)
+
+    original = values.Variables.__init__
+
+    def init(self, programs, context):
+        original(self, programs, context)
+        self.values = Recording()
+    monkeypatch.setattr(values.Variables, "__init__", init)
     engine.evaluate(Resource(POD))
-    assert runs == ["big", "ok"]
+    assert computed.count("gpus") == 2  # the two containers
+    assert computed.count("tooMany") == 2
+
+
+def test_an_error_in_a_variable_is_raised_at_every_read(tmp_path):
+    text = POLICY.replace('int(container.resources.limits["nvidia.com/gpu"]) : 0',
+                          'int(container.resources.limits["nvidia.com/gpu"]) / 0 : 0')
+    findings = _engine(tmp_path, text).evaluate(Resource(POD)).findings
+    errors = [f for f in findings if f.rule == "gpu-count"]
+    assert [f.result for f in errors] == ["error", "error"] and all("divi" in f.message for f in errors), errors
 
 
 @pytest.mark.parametrize("old, new, message", [
@@ -84,3 +105,31 @@ def test_variable_errors_fail_the_load_at_their_place(tmp_path, old, new, messag
     with pytest.raises(PolicyLoadError) as raised:
         _engine(tmp_path, POLICY.replace(old, new))
     assert any(message in problem for problem in raised.value.problems), raised.value.problems
+
+
+def test_a_rule_needs_the_pod_only_through_the_variables_it_reads(tmp_path):
+    """A variable that reads `pod` must not keep a rule that never reads it from a kind with no pod spec (a TrainJob's
+    trainer): each rule binds, and is planned by, only the variables it names (and what those read)."""
+    text = POLICY.replace("""  - name: kindName
+    expression: object.kind + "/" + object.metadata.name
+""", """  - name: kindName
+    expression: object.kind + "/" + object.metadata.name
+  - name: podClass
+    expression: 'has(pod.priorityClassName) ? pod.priorityClassName : ""'
+""").replace("""  - name: vap-names""", """  - name: pod-class
+    target: pod
+    expression: variables.podClass != ""
+    message: no class
+  - name: vap-names""")
+    (tmp_path / "vap.yaml").write_text(text)
+    policy = load_policies([str(tmp_path / "vap.yaml")])[0]
+    rules = {rule.name: rule for rule in policy.rules}
+    assert not rules["gpu-count"].needs_pod and "pod" not in rules["gpu-count"].variables
+    assert rules["pod-class"].needs_pod
+    trainjob = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                "metadata": {"name": "t", "namespace": "n"},
+                "spec": {"runtimeRef": {"name": "torch"},
+                         "trainer": {"resourcesPerNode": {"limits": {"nvidia.com/gpu": "4"}}}}}
+    findings = Engine([policy]).evaluate(Resource(trainjob)).findings
+    assert [(f.rule, f.message) for f in findings] == [
+        ("gpu-count", "container trainer of TrainJob/t asks for 4 GPUs, more than 2")]

@@ -23,7 +23,11 @@ DYN = "dyn"
 MAX_DEPTH = 120  # nesting of the tree: deeper would exhaust the checker's, compiler's or reference library's stack
 MAX_LENGTH = 100_000  # code points of one expression, as cel-go's default limit
 _NUMERIC = frozenset({"int", "uint", "double"})
-_QUANTITY_LIKE = frozenset({"double", "quantity"})  # aiadmit extension: a quantity is a double in base units
+# Kubernetes' quantity has methods, not operators: "quantities <this>, not <op>"
+_QUANTITY_METHOD = {**dict.fromkeys(("<", "<=", ">", ">="), "compare with isLessThan/isGreaterThan/compareTo"),
+                    **dict.fromkeys("+-", "add and subtract with add()/sub()"),
+                    **dict.fromkeys("*/%", "have no arithmetic: use asApproximateFloat() or asInteger() and compute"),
+                    **dict.fromkeys(("==", "!="), "equal only quantities: use compareTo(...) == 0")}
 _MACROS = frozenset({"all", "exists", "exists_one", "existsOne", "map", "filter"})
 _CONVERSIONS = {"int": "int", "uint": "uint", "double": "double", "string": "string", "bytes": "bytes",
                 "bool": "bool", "dyn": DYN, "type": "type", "size": "int"}
@@ -94,8 +98,6 @@ def _accepts(kind: Any, wanted: str) -> bool:
         return isinstance(kind, tuple) and kind[0] == "list"
     if wanted == "map":
         return (isinstance(kind, tuple) and kind[0] == "map") or isinstance(kind, Struct)
-    if wanted == "quantity":
-        return kind in ("quantity", "double")  # the extension: a quantity is carried as its double
     return kind == wanted
 
 
@@ -216,8 +218,9 @@ class Checker:
 
     def _neg(self, node: tuple, scope: Mapping) -> Any:
         kind = self.check(node[1], scope)
-        if kind not in (DYN, "int", "double", "quantity"):
-            raise self.fail(node, f"no matching overload for '-' applied to ({show(kind)})")
+        if kind not in (DYN, "int", "double"):
+            raise self.fail(node, 'quantities negate with sub() (quantity("0").sub(q)) or test sign(), not -'
+                            if kind == "quantity" else f"no matching overload for '-' applied to ({show(kind)})")
         return kind
 
     def _and(self, node: tuple, scope: Mapping) -> Any:
@@ -257,9 +260,12 @@ class Checker:
         left, right = self.check(left_node, scope), self.check(right_node, scope)
         mismatch = self.fail(node, f"no matching overload for {op!r} applied to ({show(left)}, {show(right)})")
         base = lambda k: k[0] if isinstance(k, tuple) else ("map" if isinstance(k, Struct) else k)  # noqa: E731
+        if "quantity" in (left, right) and op != "in" and not (op in ("==", "!=") and {left, right} <= {
+                "quantity", DYN}):
+            raise self.fail(node, f"quantities {_QUANTITY_METHOD[op]}, not {op} ({show(left)}, {show(right)})")
         if op in ("==", "!="):
             a, b = base(left), base(right)
-            comparable = {a, b} <= _NUMERIC | _QUANTITY_LIKE or a == b or DYN in (a, b) or "null" in (a, b) \
+            comparable = {a, b} <= _NUMERIC or a == b or DYN in (a, b) or "null" in (a, b) \
                 or "optional" in (a, b)
             if not comparable:
                 raise mismatch
@@ -274,13 +280,9 @@ class Checker:
             a, b = base(left), base(right)
             if a == b and a in ("int", "uint", "double", "string", "bytes", "bool", "quantity"):
                 return "bool"
-            if {a, b} <= _NUMERIC | _QUANTITY_LIKE:
+            if {a, b} <= _NUMERIC:
                 return "bool"
             raise mismatch
-        if {left, right} <= _QUANTITY_LIKE:  # aiadmit's quantity-operators extension
-            if op == "%":
-                raise mismatch
-            return "quantity" if "quantity" in (left, right) else "double"
         if base(left) != base(right):
             raise mismatch
         kind = base(left)

@@ -23,7 +23,8 @@ compile time, and webhook/cel/environment.py runs it on the reference library in
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from functools import lru_cache
+from typing import Any, Callable, Mapping, Optional
 
 from webhook.cel import conversions as cv
 from webhook.cel import runtime as rt
@@ -40,6 +41,7 @@ _HELPERS = {
     "_has": rt.has_field, "_iter": rt.iterable, "_map": rt.make_map, "_translate": rt.translate,
     "_optsel": rt.opt_select, "_over": rt.over_budget, "_pairs": rt.pairs, "_optlist": rt.opt_list,
     "_optentries": rt.opt_entries, "_unordered": rt.unordered, "_Opt": rt.Optional, "_NONE": rt.NONE,
+    "_Vars": rt.Variables,
 }
 BUILTINS: dict[str, tuple[int, Callable]] = {
     "size": (1, rt.size),
@@ -69,14 +71,18 @@ class Program:
 
 
 def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = None,
-                   qualified: frozenset = frozenset()) -> Program:
+                   qualified: frozenset = frozenset(), inline: Optional[Mapping[str, str]] = None) -> Program:
     """Compile `source`; ParseError if it is not CEL, Unsupported if it needs the reference library.
+
+    `inline` maps a policy's named variables to their sources: `variables.NAME` then computes NAME in place on its
+    first read in the binding and keeps it in the binding's `Variables` (cel/values.py), so a variable costs no
+    program call of its own.
 
     `cache.compile(python, filename)`, when given (language/checks.py), may answer Python's compile of the
     generated source from the command line's disk cache. `qualified`: the dotted variable names (`a.b.c`) the
     checker resolved in `source`, read as one variable each (CEL's qualified-name resolution, longest first).
     """
-    generator = _Generator(functions, qualified)
+    generator = _Generator(functions, qualified, inline)
     body: list[str] = []
     try:
         result = generator.value(fold(parse(source)), body, "        ", {})
@@ -105,6 +111,12 @@ def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = 
 _IN = "    "
 
 
+@lru_cache(maxsize=1024)
+def _variable_tree(source: str) -> tuple:
+    """A named variable's folded tree, parsed once for all the programs that inline it (trees are never mutated)."""
+    return fold(parse(source))
+
+
 def _literal_type(node: tuple) -> type | None:
     """The Python type of a literal node (bool is not an int here), None for anything computed."""
     return type(node[1]) if node[0] == "lit" else None
@@ -118,9 +130,11 @@ class _Generator(Comprehensions):
     variables to the Python locals that carry them.
     """
 
-    def __init__(self, functions: Mapping[str, Callable], qualified: frozenset = frozenset()):
+    def __init__(self, functions: Mapping[str, Callable], qualified: frozenset = frozenset(),
+                 inline: Optional[Mapping[str, str]] = None):
         self.functions = functions
         self.qualified = qualified
+        self.inline = inline or {}
         self.free: set[str] = set()
         self.constants: dict[str, Any] = {}
         self.count = 0
@@ -192,6 +206,14 @@ class _Generator(Comprehensions):
             return None
         local = self.name()
         out.append(f"{indent}{local} = {self.value(node, out, indent, scope)}")
+        if node == ("ident", "variables") and "variables" not in scope and type(steps[-1]) is str:
+            # a named variable already computed in this binding: read straight from its values (cel/values.py)
+            step = steps.pop()
+            if step in self.inline:
+                self._inline_variable(step, local, out, indent)
+            else:
+                out.append(f"{indent}{local} = {local}.values[{step!r}] if type({local}) is _Vars and {step!r} in "
+                           f"{local}.values else _sel({local}, {step!r})")
         for step in reversed(steps):
             if type(step) is str:
                 out.append(f"{indent}{local} = {local}[{step!r}] if type({local}) is dict else _sel({local}, {step!r})")
@@ -214,6 +236,17 @@ class _Generator(Comprehensions):
         for step in found[1]:
             rebuilt = ("select", rebuilt, step[2])
         return rebuilt
+    def _inline_variable(self, name: str, local: str, out: list, indent: str) -> None:
+        """`local = variables.NAME`, computing NAME here on its first read in the binding; its error is kept too."""
+        body, inner = [], indent + _IN * 2
+        result = self.value(_variable_tree(self.inline[name]), body, inner, {})
+        out += [f"{indent}if type({local}) is not _Vars: {local} = _sel({local}, {name!r})",
+                f"{indent}elif {name!r} in {local}.values: {local} = {local}.values[{name!r}]",
+                f"{indent}elif {name!r} in {local}.failed: raise {local}.failed[{name!r}]",
+                f"{indent}else:", f"{indent}{_IN}try:", *body, f"{inner}{local}.values[{name!r}] = {result}",
+                f"{indent}{_IN}except Exception as _e:",
+                f"{indent}{_IN * 2}{local}.fail({name!r}, _translate(_e, A, _FREE))", f"{indent}{_IN * 2}raise",
+                f"{indent}{_IN}{local} = {local}.values[{name!r}]"]
 
     def _select(self, node: tuple, out: list, indent: str, scope: dict) -> str:
         return self._path(node, out, indent, scope)

@@ -77,11 +77,19 @@ def _reference_library() -> Any:
     return cel
 
 
-def _compile(source: str, memo: Any, qualified: frozenset = frozenset()) -> Any:
+def _compile(source: str, memo: Any, qualified: frozenset = frozenset(),
+             inline: Optional[Mapping[str, str]] = None) -> Any:
     """The native program for `source`, or the reference library's when the native compiler lacks a feature.
 
+    `inline`: the sources of the policy's named variables, compiled into the program where it reads them (each still
+    evaluated at most once per binding); without them if that is too deep for Python.
     Only a source aiadmit's checker accepted gets here: nothing deeper or longer than the reference library takes.
     """
+    if inline:
+        try:
+            return compile_native(source, FUNCTIONS, memo, qualified, inline)
+        except (Unsupported, ParseError):
+            pass
     try:
         return compile_native(source, FUNCTIONS, memo, qualified)  # `memo.compile` may answer from a cache
     except (Unsupported, ParseError):
@@ -221,7 +229,7 @@ class Expression:
     given process (mutations in an audit, messages of rules that pass).
     """
 
-    __slots__ = ("source", "compiled", "_program", "variables", "_memo", "reference", "type")
+    __slots__ = ("source", "compiled", "_program", "variables", "_memo", "reference", "type", "inline")
 
     def __init__(self, source: str, params: dict | None = None, memo: Any = None,
                  declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None):
@@ -241,12 +249,13 @@ class Expression:
         self._program = None
         self.compiled = source
         self.variables = variables
+        self.inline: Optional[Mapping[str, str]] = None  # named variables' sources, set by the policy compiler
 
     @property
     def program(self) -> Any:
         if self._program is None:  # two threads may both compile it: the same program, either one kept
             self._program = _compile(self.compiled, self._memo,
-                                     frozenset(name for name in self.variables if "." in name))
+                                     frozenset(name for name in self.variables if "." in name), self.inline)
         return self._program
 
     @property

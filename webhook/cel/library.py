@@ -317,7 +317,8 @@ _A = "any"
 FUNCTIONS: dict[str, Function] = {f.name: f for f in (
     # Kubernetes: quantity library
     _f("quantity", "kubernetes", (("any",),), "quantity", quantity, False,
-       "of a string (Kubernetes); of a number (YAML's `cpu: 2`) is aiadmit's"),
+       "of a string (Kubernetes); of a number (YAML's `cpu: 2`, kept by custom resources) is the aiadmit "
+       "quantity-of-number extension"),
     _f("isQuantity", "kubernetes", (("string",),), "bool", _is_quantity, False),
     _f("isGreaterThan", "kubernetes", (("quantity", "quantity"), (k8slibs.SEMVER,) * 2), "bool",
        k8slibs.overloaded("isGreaterThan", lambda a, b: _compare(a, b) > 0, lambda c: c > 0), True),
@@ -332,9 +333,9 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
     # spelling is kept for the policies that use it, but a ValidatingAdmissionPolicy rejects it.
     _f("sign", "kubernetes", (("quantity",),), "int", _sign, None,
        "as a function (Kubernetes); `q.sign()` is the aiadmit spelling"),
-    _f("add", "kubernetes", (("quantity", "number"),), "quantity",
+    _f("add", "kubernetes", (("quantity", "quantity"), ("quantity", "int")), "quantity",
        lambda a, b: _q(a, "add") + _q(b, "add"), True),
-    _f("sub", "kubernetes", (("quantity", "number"),), "quantity",
+    _f("sub", "kubernetes", (("quantity", "quantity"), ("quantity", "int")), "quantity",
        lambda a, b: _q(a, "sub") - _q(b, "sub"), True),
     # Kubernetes: lists library
     _f("sum", "kubernetes", (("list",),), None, _sum, None,

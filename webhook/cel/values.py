@@ -38,34 +38,40 @@ class Variables:
 
     The context holds this object as `variables`, so it is held here by a weak reference: a strong one made a
     reference cycle per evaluated resource, which left each Activation and what it bound to the cyclic collector
-    (89 of the corpus's 179 resources, measured with gc.DEBUG_SAVEALL)."""
+    (89 of the corpus's 179 resources, measured with gc.DEBUG_SAVEALL).
 
-    __slots__ = ("programs", "context", "values")
+    `values` holds only the successes, so generated code reads a computed variable straight from it
+    (cel/compiler.py) and calls `get` only for the first read or a failure."""
+
+    __slots__ = ("programs", "context", "values", "failed")
 
     def __init__(self, programs: dict, context: Any):
-        self.programs, self.context, self.values = programs, weakref.ref(context), {}
+        self.programs, self.context, self.values, self.failed = programs, weakref.ref(context), {}, _NO_FAILURES
+
+    def fail(self, name: str, error: Exception) -> None:
+        """Keep `error` as the value of `name` in this binding (the dict is made on the first failure)."""
+        if self.failed is _NO_FAILURES:
+            self.failed = {}
+        self.failed[name] = error
 
     def get(self, name: str) -> Any:
         found = self.values.get(name, _UNSET)
-        if found is _UNSET:
-            program = self.programs.get(name)
-            if program is None:
-                raise EvalError(f"no such variable: {name}")
-            try:
-                found = program.run(self.context())
-            except Exception as exc:  # noqa: BLE001 - kept, and raised at every read
-                found = _Failed(exc)
-            self.values[name] = found
-        if type(found) is _Failed:
-            raise found.error
+        if found is not _UNSET:
+            return found
+        error = self.failed.get(name)
+        if error is not None:
+            raise error
+        program = self.programs.get(name)
+        if program is None:
+            raise EvalError(f"no such variable: {name}")
+        try:
+            found = program.run(self.context())
+        except Exception as exc:  # noqa: BLE001 - kept, and raised at every read
+            self.fail(name, exc)
+            raise
+        self.values[name] = found
         return found
 
 
-class _Failed:
-    __slots__ = ("error",)
-
-    def __init__(self, error: Exception):
-        self.error = error
-
-
 _UNSET = object()
+_NO_FAILURES: dict = {}  # shared and never written: most bindings have no failed variable

@@ -24,6 +24,10 @@ from webhook.language.policy import Match, Mutation, Policy, Rule
 from webhook.language.schemanative import NativeSchemaRule, compile_schema
 
 _PARAM_REF = re.compile(r"^\$\{params\.([A-Za-z_][A-Za-z0-9_]*)\}$")
+# `variables.NAME` or `variables["NAME"]` in a source: which named variables it may read (a match inside a string
+# literal only over-approximates, which binds more, never less)
+_VARIABLE_REF = re.compile(r"\bvariables\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)"
+                           r"|\[\s*[\"']([A-Za-z_][A-Za-z0-9_]*)[\"']\s*\])")
 
 
 def _substitute_params(value: Any, params: dict, where: str) -> Any:
@@ -70,11 +74,14 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             problems.append((where, f"{name}: CEL does not compile: {exc.message}", exc.offset))
             return None
 
-    def reads(found: frozenset) -> frozenset:
-        """What binding must provide: the names read, and through `variables` what the variables read."""
-        if "variables" in found:
-            return found.union(*(e.variables for e in named.values()))
-        return found
+    def reads(found: frozenset, *sources: Optional[str]) -> frozenset:
+        """What binding must provide: the names read, and through `variables` what the variables they name read
+        (only those: a rule that reads no pod-level variable must still run where a kind has no pod spec)."""
+        if "variables" not in found:
+            return found
+        return found.union(*(named_reads[n] for n in referenced(*sources) if n in named_reads))
+
+    named_reads = _named_reads(doc, named)
 
     rules = []
     for position, raw in enumerate(doc["rules"]):
@@ -128,7 +135,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             except ValueError as exc:
                 problems.append((f"{where}/schema", str(exc)))
         parts = [p for p in (rule.when, rule.expression) if p is not None]
-        rule.variables = reads(message.variables.union(*(p.variables for p in parts)))
+        rule.variables = reads(message.variables.union(*(p.variables for p in parts)), raw.get("when"),
+                               raw.get("expression"), raw.get("message"), raw.get("messageExpression"))
         rule.needs_pod = bool(rule.variables & {"pod", "podMeta"})
         if rule.schema is not None and doc["target"] == "container":
             rule.variables |= {"container"}
@@ -144,7 +152,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         if target not in ("pod", "container"):
             problems.append((f"{where}/target", "a mutation targets a pod or a container"))
         if value is not None:
-            variables = reads(value.variables | (when.variables if when else frozenset()))
+            variables = reads(value.variables | (when.variables if when else frozenset()), raw["value"],
+                              raw.get("when"))
             mutations.append(Mutation(raw["name"], target, raw["op"], raw["path"], value, when, variables))
 
     names = [r["name"] for r in doc["rules"]]
@@ -165,7 +174,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         selector=raw_match.get("selector"),
     )
     policy_id = doc["metadata"]["name"]
-    return Policy(
+    policy = Policy(
         id=policy_id,
         summary=doc["summary"].strip(),
         why=doc["why"].strip(),
@@ -183,6 +192,30 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         document=doc,
         checks=checks,
     )
+    if named:  # each reader computes the variables it reads in place (once per binding): no program call for them
+        sources = {name: e.compiled for name, e in named.items()}
+        for expression in policy.expressions():
+            if "variables" in expression.variables:
+                expression.inline = sources
+    return policy
+
+
+def referenced(*sources: Optional[str]) -> set:
+    """The named variables these CEL sources (or message templates) mention."""
+    return {a or b for source in sources if isinstance(source, str) for a, b in _VARIABLE_REF.findall(source)}
+
+
+def _named_reads(doc: dict, named: dict) -> dict:
+    """name -> what reading that variable makes binding provide: its own names, and those of the variables it reads
+    (earlier ones, so one pass in order is transitive)."""
+    found: dict[str, frozenset] = {}
+    for raw in doc.get("variables") or ():
+        expression = named.get(raw["name"])
+        if expression is None or raw["name"] in found:
+            continue
+        own = expression.variables
+        found[raw["name"]] = own.union(*(found[n] for n in referenced(raw["expression"]) if n in found))
+    return found
 
 
 def _variables(doc: dict, params: dict, checks: Checks, problems: list,
