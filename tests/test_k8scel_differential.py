@@ -97,8 +97,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     'sets.contains([1], [1.0])': _LENIENT + " (list(int) and list(double))",
     '[1, "a"]': _LENIENT + " (Kubernetes requires homogeneous list and map literals)",
     '{"a": 1, "b": "x"}': _LENIENT + " (Kubernetes requires homogeneous list and map literals)",
-    **{e: "aiadmit's quantity-operators extension (documented as not portable)" for e in (
-        'quantity("1") < quantity("2")', 'quantity("1") + quantity("2")', 'quantity("1") == 1')},
 }
 # Conformance tests by name (a prefix names a group) -> why aiadmit's answer differs from Kubernetes'.
 KNOWN_CONFORMANCE: dict[str, str] = {

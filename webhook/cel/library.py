@@ -19,10 +19,9 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Callable, Optional
 
-import re2
-
 from webhook.cel import k8slibs, lists as cel_lists
 from webhook.cel import strings as st
+from webhook.cel.regex import find as _find, find_all as _find_all, matches, regex
 from webhook.cel import timestamps as ts
 from webhook.cel.parser import INT64_MAX, INT64_MIN, UInt
 from webhook.cel.runtime import EvalError, equals, less, overload, Optional as Opt, NONE, MAX_SIZE
@@ -111,58 +110,6 @@ def _as_integer(value: Any) -> int:
     if not value.is_integer() or not (INT64_MIN <= value <= INT64_MAX):
         raise EvalError("cannot convert value to integer: the quantity is not an int64")  # as Kubernetes
     return int(value)
-
-
-@lru_cache(maxsize=1024)
-def regex(pattern: str) -> Any:
-    """The RE2 program of a pattern (cached: rules repeat a few); EvalError for what RE2 rejects."""
-    options = re2.Options()
-    options.log_errors = False
-    try:
-        return re2.compile(pattern, options)
-    except re2.error as exc:
-        reason = exc.args[0] if exc.args else exc
-        reason = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
-        raise EvalError(f"invalid regular expression {pattern!r} (RE2): {reason}") from None
-
-
-_MATCHED: dict[tuple[str, str], bool] = {}  # (pattern, text) -> answer: google-re2's Python wrapper costs ~20 µs
-# a call, and reviews ask the same few questions (this image against the digest pattern) again and again
-
-
-def matches(text: Any, pattern: Any) -> bool:
-    if type(text) is not str or type(pattern) is not str:
-        raise overload("matches", text, pattern)
-    key = (pattern, text)
-    found = _MATCHED.get(key)
-    if found is None:
-        found = regex(pattern).search(text) is not None
-        if len(text) <= 1024:
-            if len(_MATCHED) >= 8192:
-                _MATCHED.clear()
-            _MATCHED[key] = found
-    return found
-
-
-def _find(text: Any, pattern: Any) -> str:
-    if type(text) is not str or type(pattern) is not str:
-        raise overload("find", text, pattern)
-    found = regex(pattern).search(text)
-    return "" if found is None else found.group(0)
-
-
-def _find_all(text: Any, pattern: Any, limit: Any = -1) -> list:
-    if type(text) is not str or type(pattern) is not str or type(limit) is not int:
-        raise overload("findAll", text, pattern, limit)
-    out, end = [], -1
-    for found in regex(pattern).finditer(text):
-        if 0 <= limit <= len(out):
-            break
-        if found.start() == found.end() == end:  # Go: an empty match abutting the previous match is not one
-            continue
-        out.append(found.group(0))
-        end = found.end()
-    return out
 
 
 def _list(value: Any, name: str) -> list:
