@@ -32,6 +32,12 @@ RUNS = {
     "aiadmit fix --diff examples/manifests/": 1,
     "aiadmit fix --check examples/manifests/": 1,
     "aiadmit fix examples/manifests/": 0,
+    "aiadmit cel 'variables.memoryShm' --object examples/manifests/pytorchjob-gpu.yaml --policy "
+    "policies/shm-sized.yaml --rule mounted": 0,
+    "aiadmit cel variables.memoryLimit --object examples/manifests/pytorchjob-gpu-compliant.yaml --policy "
+    "policies/shm-sized.yaml --template Worker": 0,
+    "aiadmit cel 'variables.holdsDevice && variables.memoryLimt' --object "
+    "examples/manifests/pytorchjob-gpu-compliant.yaml --policy policies/shm-sized.yaml": 2,
 }
 # piped from kubectl (run when a kubectl is on this machine)
 KUBECTL = {

@@ -58,12 +58,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     named, levels = _variables(doc, params, checks, problems, limits)
 
     def visible(level: str) -> Optional[Struct]:
-        """The named variables a rule at `level` may read: those whose expression needs no deeper level."""
-        if not named:
-            return None
-        order = ("object", "pod", "container")
-        return Struct("variables", {name: e.type for name, e in named.items()
-                                    if order.index(levels[name]) <= order.index(level)})
+        return visible_variables(named, levels, level)
 
     def expression(text: Optional[str], where: str, level: str, name: str) -> Optional[Expression]:
         if text is None:
@@ -75,11 +70,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             return None
 
     def reads(found: frozenset, *sources: Optional[str]) -> frozenset:
-        """What binding must provide: the names read, and through `variables` what the variables they name read
-        (only those: a rule that reads no pod-level variable must still run where a kind has no pod spec)."""
-        if "variables" not in found:
-            return found
-        return found.union(*(named_reads[n] for n in referenced(*sources) if n in named_reads))
+        return binding_reads(found, named_reads, *sources)
 
     named_reads = _named_reads(doc, named)
 
@@ -188,6 +179,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         rules=rules,
         mutations=mutations,
         named=named,
+        levels=levels,
         source=source,
         document=doc,
         checks=checks,
@@ -198,6 +190,39 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             if "variables" in expression.variables:
                 expression.inline = sources
     return policy
+
+
+def visible_variables(named: dict, levels: dict, level: str) -> Optional[Struct]:
+    """The named variables a rule at `level` may read: those whose expression needs no deeper level (None: the
+    policy has none, so `variables` is not declared at all)."""
+    if not named:
+        return None
+    order = ("object", "pod", "container")
+    return Struct("variables", {name: e.type for name, e in named.items()
+                                if order.index(levels[name]) <= order.index(level)})
+
+
+def binding_reads(found: frozenset, named_reads: dict, *sources: Optional[str]) -> frozenset:
+    """What binding must provide: the names read, and through `variables` what the variables they name read
+    (only those: a rule that reads no pod-level variable must still run where a kind has no pod spec)."""
+    if "variables" not in found:
+        return found
+    return found.union(*(named_reads[n] for n in referenced(*sources) if n in named_reads))
+
+
+def policy_expression(policy: Policy, source: str, level: str,
+                      limits: Optional[Limits] = None) -> tuple[Expression, frozenset]:
+    """One expression as a rule of `policy` at `level` sees it (`aiadmit cel --policy`): checked with the policy's
+    params and the level's declarations, the policy's variables visible at that level included; reading them in
+    place as the policy's own rules do. Returns it with what binding must provide for it (binding_reads).
+
+    Raises CelError with the offset in `source`, as a rule's check at load would."""
+    expression = Expression(source, policy.params, policy.checks,
+                            for_level(level, visible_variables(policy.named, policy.levels, level)), limits)
+    reads = binding_reads(expression.variables, _named_reads(policy.document, policy.named), source)
+    if policy.named and "variables" in expression.variables:
+        expression.inline = {name: e.compiled for name, e in policy.named.items()}
+    return expression, reads
 
 
 def referenced(*sources: Optional[str]) -> set:

@@ -111,6 +111,7 @@ class Policy:
     ephemeral: bool = field(init=False, default=False)
     checks: Any = field(default=None, repr=False)  # what compiles its programs (language/checks.py)
     named: dict = field(default_factory=dict)  # its `variables`: name -> Expression, in order (lazy per binding)
+    levels: dict = field(default_factory=dict)  # name -> the level its variable is checked at (object, pod, container)
 
     def expressions(self) -> list[Expression]:
         """Every CEL expression the policy is written with: each rule's `when`, `expression` and message parts, each

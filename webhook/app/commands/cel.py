@@ -1,24 +1,31 @@
 """`aiadmit cel EXPR --object FILE [--policy FILE --rule NAME]`: evaluate one expression as a rule would see it.
 
 For policy authors: the expression is checked with the declarations of its level (the rule's target, or
---level), with the policy's params when --policy is given, and run over the variables the engine binds for the
-object (its first pod template and container, or the ones --template/--container name). Prints the value, or
-the error with its column and a caret under the place. Exit codes: 0 a value, 1 an evaluation error, 2 a load
-error (bad expression, object or policy).
+--level), with the policy's params and its named `variables` visible at that level when --policy is given, and
+run over the variables the engine binds for the object (its first pod template and container, or the ones
+--template/--container name), `variables.NAME` evaluated lazily as in a review: so a rule's expression copied from
+the policy, or `variables.NAME` alone, gives what the engine computes. Prints the value, or the error with its
+column and a caret under the place. Exit codes: 0 a value, 1 an evaluation error, 2 a load error (bad
+expression, object or policy).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from types import SimpleNamespace
 from typing import Any
 
 from webhook.app.commands import add_engine_options, load_engine
 from webhook.cel.environment import CelError, Expression, new_context
-from webhook.engine.binding import bind_resource, enter
+from webhook.engine.binding import bind_resource, bind_variables, enter
 from webhook.inputs.sources import load_paths
+from webhook.language.compiler import policy_expression
 from webhook.language.declarations import for_level
+
+
+_NO_VARIABLE = re.compile(r"variables has no field '([A-Za-z_][A-Za-z0-9_]*)'")
 
 
 def register(subparsers) -> None:
@@ -43,6 +50,25 @@ def _display(value: Any) -> str:
         return repr(value)
 
 
+def _located(source: str, offset: int, message: str) -> str:
+    """`<expression>:line:col: message`, the line as written and a caret under the place (a rule's expression
+    copied from a YAML block may span lines)."""
+    start = source.rfind("\n", 0, offset) + 1
+    end = source.find("\n", offset)
+    line, column = source.count("\n", 0, offset) + 1, offset - start + 1
+    text = source[start:end if end >= 0 else len(source)]
+    return f"<expression>:{line}:{column}: {message}\n  {text}\n  {' ' * (column - 1)}^"
+
+
+def _level_hint(policy: Any, level: str, message: str) -> str:
+    """Why a variable the policy defines is not visible: it reads a deeper level than the one asked for."""
+    found = _NO_VARIABLE.match(message)
+    name = found.group(1) if found else None
+    if policy is None or name not in policy.levels or policy.levels[name] == level:
+        return ""
+    return f"; variable {name!r} reads the {policy.levels[name]} level: not visible at level {level}"
+
+
 def run(args) -> int:
     if args.policy:
         args.policies = [args.policy]
@@ -57,10 +83,10 @@ def run(args) -> int:
             print(f"error: {args.object}: no Kubernetes object found", file=sys.stderr)
         return 2
     resource = loaded.resources[0]
-    params, level = None, args.level
+    policy, level, requires = None, args.level, frozenset()
     if args.policy:
         policy = engine.policies[0]
-        params = policy.params
+        requires = policy.requires  # the cluster facts its rules read, as the engine gathers them for the policy
         if args.rule:
             rules = [rule for rule in policy.rules if rule.name == args.rule]
             if not rules:
@@ -69,7 +95,7 @@ def run(args) -> int:
                 return 2
             level = rules[0].target
         level = level or policy.target
-    scope, _ = engine.scope(resource, None)
+    scope, chosen = engine.scope(resource, None)
     templates = scope.workload.templates if scope.workload else []
     template = next((t for t in templates if args.template in (None, t.name)), None)
     container = None
@@ -77,14 +103,17 @@ def run(args) -> int:
         container = next((c for c in template.containers if args.container in (None, c.obj.get("name"))), None)
     level = level or ("container" if container is not None else "pod" if template is not None else "object")
     try:
-        expression = Expression(args.expression, params, None, for_level(level))
+        if policy is not None:
+            expression, reads = policy_expression(policy, args.expression, level, engine.config.cel_limits)
+        else:
+            expression = Expression(args.expression, None, None, for_level(level), engine.config.cel_limits)
+            reads = expression.variables
     except CelError as exc:
-        column = (exc.offset or 0) + 1
-        print(f"<expression>:1:{column}: {exc.message}\n  {args.expression}\n  {' ' * (column - 1)}^",
+        print(_located(args.expression, exc.offset or 0, exc.message + _level_hint(policy, level, exc.message)),
               file=sys.stderr)
         return 2
     context = new_context()
-    reader = SimpleNamespace(variables=expression.variables, requires=frozenset())
+    reader = SimpleNamespace(variables=reads, requires=requires)
     bind_resource(context, scope, [reader], engine.config.classification)
     if level in ("pod", "container") and template is None:
         print(f"error: {args.object}: no pod template to bind at level {level}", file=sys.stderr)
@@ -92,8 +121,17 @@ def run(args) -> int:
     if level == "container" and container is None:
         print(f"error: {args.object}: no container to bind", file=sys.stderr)
         return 2
-    enter(context, scope, template if level != "object" else None, 0 if template else None,
+    enter(context, scope, template if level != "object" else None, templates.index(template) if template else None,
           container if level == "container" else None, engine.config.classification)
+    if policy is not None:
+        bind_variables(context, policy)  # a fresh, lazy set for this binding, as the engine's
+        # Evaluated anyway (the author asked), but said: a review would never run this policy's rules here.
+        if policy not in chosen:
+            print(f"note: policy {policy.id} does not apply to this object (its match): a review never runs it here",
+                  file=sys.stderr)
+        elif level == "container" and not policy.takes(container):
+            print(f"note: policy {policy.id} does not check container {container.name} ({container.section}): "
+                  f"a review never runs its container rules on it", file=sys.stderr)
     try:
         value = expression.run(context)
     except Exception as exc:  # noqa: BLE001 - any evaluation error is a CEL error, reported as such
