@@ -36,6 +36,9 @@ class Scope:
     bound: bool = False  # CEL variables are bound on the first rule that needs CEL, not before
     devices: Optional[dict] = None  # template position -> its devices, when some rule reads templateDevices
     unreadable: tuple = ()  # pointers of fields reported as input errors: no finding of their own on them
+    # Where the context was last entered (engine/core.py): consecutive policies on the same template and container
+    # share the binding, so it is made once, not once per policy.
+    entered: Optional[tuple] = None
 
 
 def bind_resource(context: Activation, scope: Scope, chosen: list, classification: Classification) -> None:

@@ -179,7 +179,10 @@ class Engine:
         if not scope.bound:
             bind_resource(context, scope, list(scope.chosen), classification)
             scope.bound = True
-        enter(context, scope, template, position, container, classification)
+        entered = scope.entered
+        if entered is None or entered[0] is not template or entered[1] is not container:
+            enter(context, scope, template, position, container, classification)
+            scope.entered = (template, container)
         if policy.named:
             bind_variables(context, policy)
         target = container.obj if container else (template.spec if template else scope.resource.obj)
@@ -190,7 +193,7 @@ class Engine:
                   container: Optional[Container], target: Any) -> None:
         # A `when` that reads no cluster fact decides first whether the rule applies at all, so unknown facts
         # make a rule skip only where it applies (a CPU-only template is not "skipped" by a GPU quota rule).
-        early = rule.when is not None and "cluster" not in rule.when.variables
+        early = rule.early
         if early:
             try:
                 if rule.when.run(context) is not True:
@@ -199,7 +202,7 @@ class Engine:
                 self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
                           where(base, container, rule.path))
                 return
-        missing = missing_facts(rule, scope.cluster)
+        missing = missing_facts(rule, scope.cluster) if rule.requires else None
         if missing:
             mode = self.config.settings(policy.id).context_failure or self.config.context_failure
             if rule.when_unknown == "ignore" or mode == "allow":

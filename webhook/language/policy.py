@@ -44,6 +44,11 @@ class Rule:
     presence: tuple = ()  # (variable, field path) that its `when` requires, checked before any CEL
     needs_pod: bool = False  # reads the pod spec or its metadata: not run where a kind has no pod spec
 
+    def __post_init__(self) -> None:
+        # Derived once: the engine asks for it for every rule of every evaluation. A `when` that reads no cluster
+        # fact decides first whether the rule applies (engine/core.py).
+        self.early = self.when is not None and "cluster" not in self.when.variables
+
 
 @dataclass
 class Mutation:
