@@ -502,8 +502,15 @@ def test_certificate_rotation_loses_no_request(apiserver, webhook, gpu_namespace
     assert len(during) >= 20 and len(after_switch) >= 20, (len(outcomes), len(during), len(after_switch))
     new_connections = after_peers - before_peers
     assert new_connections, "the API server opened no new connection after the certificate changed"
-    reloads = re.search(r'aiadmit_certificate_reloads_total\{outcome="success"\} ([0-9.]+)', webhook.server.metrics())
-    assert reloads and float(reloads.group(1)) >= 1, "no worker reloaded the certificate"
+    def reloaded():
+        return re.search(r'aiadmit_certificate_reloads_total\{outcome="success"\} ([0-9.]+)', webhook.server.metrics())
+
+    try:
+        reloads = wait_until(reloaded, 10, "a worker's certificate reload in /metrics")
+    except AssertionError:
+        lines = [line for line in webhook.server.metrics().splitlines() if "certificate" in line]
+        logs = [line for line in webhook.server.logs().splitlines() if "certificate" in line]
+        raise AssertionError(f"no worker reloaded the certificate: metrics {lines}; logs {logs[-6:]}") from None
     print(f"rotation: workers reloaded the certificate {float(reloads.group(1)):.0f} time(s); ", end="")
     print(f"rotation: {len(outcomes)} requests, {len(during)} after the rotate command, "
           f"{len(after_switch)} after the new certificate was served "
