@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Any, Callable, Optional
 
 from webhook.cel import k8slibs, lists as cel_lists
@@ -24,7 +23,7 @@ from webhook.cel import strings as st
 from webhook.cel.regex import find as _find, find_all as _find_all, matches, regex
 from webhook.cel import timestamps as ts
 from webhook.cel.parser import INT64_MAX, INT64_MIN, UInt
-from webhook.cel.runtime import EvalError, equals, less, overload, Optional as Opt, NONE, MAX_SIZE
+from webhook.cel.runtime import EvalError, equals, expecting, less, overload, Optional as Opt, NONE, MAX_SIZE
 from webhook.k8s.quotascope import quota_selects
 from webhook.model.quantity import QuantityError, format_bytes, parse_quantity
 
@@ -112,10 +111,7 @@ def _as_integer(value: Any) -> int:
     return int(value)
 
 
-def _list(value: Any, name: str) -> list:
-    if type(value) is list:
-        return value
-    raise overload(name, value)
+_list = expecting(list)
 
 
 def _sum(items: Any) -> Any:

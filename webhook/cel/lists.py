@@ -14,7 +14,7 @@ from typing import Any
 
 from webhook.cel import strings as st
 from webhook.cel.parser import UInt
-from webhook.cel.runtime import MAX_SIZE, EvalError, less, overload
+from webhook.cel.runtime import MAX_SIZE, EvalError, expecting, less
 from webhook.cel.values import NONE, Optional
 
 _COMPARABLE = (int, UInt, float, bool, str, bytes)
@@ -23,16 +23,10 @@ _COMPARABLE = (int, UInt, float, bool, str, bytes)
 MAX_RANGE = 1_000_000
 
 
-def _list(value: Any, name: str) -> list:
-    if type(value) is list:
-        return value
-    raise overload(name, value)
+_list = expecting(list)
 
 
-def _int(value: Any, name: str) -> int:
-    if type(value) is int:
-        return value
-    raise overload(name, value)
+_int = expecting(int)
 
 
 def range_(n: Any) -> list:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Union
 
-from webhook.cel.runtime import EvalError, overload
+from webhook.cel.runtime import EvalError, expecting
 
 Address = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
 _BROADCAST = ipaddress.IPv4Address("255.255.255.255")
@@ -181,22 +181,13 @@ def _go_quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _str(value: Any, name: str) -> str:
-    if type(value) is str:
-        return value
-    raise overload(name, value)
+_str = expecting(str)
 
 
-def _ip(value: Any, name: str) -> IP:
-    if type(value) is IP:
-        return value
-    raise overload(name, value)
+_ip = expecting(IP)
 
 
-def _cidr(value: Any, name: str) -> CIDR:
-    if type(value) is CIDR:
-        return value
-    raise overload(name, value)
+_cidr = expecting(CIDR)
 
 
 def ip(value: Any) -> IP:

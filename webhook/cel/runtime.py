@@ -83,6 +83,16 @@ def overload(name: str, *values: Any) -> EvalError:
     return EvalError(f"no such overload: {name}({kinds})")
 
 
+def expecting(kind: type) -> Callable[[Any, str], Any]:
+    """A check that an argument of function `name` is exactly of `kind` (CEL has no implicit conversion): the
+    value, else the "no such overload" error. One per kind, shared by the libraries."""
+    def check(value: Any, name: str) -> Any:
+        if type(value) is kind:
+            return value
+        raise overload(name, value)
+    return check
+
+
 def _type_name(value: Any) -> str:
     found = _TYPE_OF.get(type(value))
     return found.name if found is not None else type(value).__name__

@@ -12,22 +12,16 @@ from typing import Any
 from webhook.cel.parser import UInt
 
 from webhook.cel.conversions import to_string
-from webhook.cel.runtime import EvalError, MAX_SIZE, overload
+from webhook.cel.runtime import EvalError, MAX_SIZE, expecting, overload
 
 _LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
 _UPPER = {code: code - 32 for code in range(ord("a"), ord("z") + 1)}
 
 
-def _str(value: Any, name: str) -> str:
-    if type(value) is str:
-        return value
-    raise overload(name, value)
+_str = expecting(str)
 
 
-def _int(value: Any, name: str) -> int:
-    if type(value) is int:
-        return value
-    raise overload(name, value)
+_int = expecting(int)
 
 
 def lower_ascii(text: Any) -> str:

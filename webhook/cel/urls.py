@@ -13,7 +13,7 @@ import re
 from typing import Any
 from urllib.parse import quote, unquote_to_bytes
 
-from webhook.cel.runtime import EvalError, overload
+from webhook.cel.runtime import EvalError, expecting, overload
 
 _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 _HEX = frozenset("0123456789abcdefABCDEF")
@@ -156,10 +156,7 @@ def is_url(value: Any) -> bool:
     return True
 
 
-def _url(value: Any, name: str) -> URL:
-    if type(value) is URL:
-        return value
-    raise overload(name, value)
+_url = expecting(URL)
 
 
 def _split_host(host: str) -> tuple[str, str]:
