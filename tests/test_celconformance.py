@@ -27,8 +27,6 @@ CORE = ("basic", "comparisons", "conversions", "dynamic", "fields", "fp_math", "
         "macros", "macros2", "namespace", "parse", "plumbing", "string", "timestamps", "type_deduction",
         "unknowns", "wrappers", "enums", "proto2", "proto3")
 KUBERNETES_EXTENSIONS = ("string_ext", "optionals", "bindings_ext", "math_ext", "network_ext")  # cel-go libraries Kubernetes enables
-_PROTO = ("TestAllTypes", "google.protobuf", "NestedTestAllTypes", "cel.expr.conformance", "GlobalEnum",
-          "NestedEnum", "TestRequired", "proto2", "proto3")
 # Passing tests per file, as measured (docs/policy-language.md): a regression below these fails.
 FLOOR: dict[str, int] = {
     "basic": 42, "bindings_ext": 6, "comparisons": 334, "conversions": 87, "fields": 60, "fp_math": 30,
@@ -53,24 +51,6 @@ def _same(a, b) -> bool:
     return a == b
 
 
-def skip_reason(test: dict):
-    expr = test["expr"][0].decode()
-    if "container" in test:
-        return "needs a container (protobuf namespaces)"
-    if "check_only" in test or "typed_result" in test:
-        return "a type-check expectation (aiadmit checks declared variables, not protobuf types)"
-    if "unknown" in test or "any_unknowns" in test:
-        return "unknown sets"
-    if test.get("disable_macros", ["false"])[0] == "true":
-        return "macros disabled: not an option of aiadmit's environment"
-    if any(name in expr for name in _PROTO):
-        return "protobuf message or enum types"
-    if "ip('::ffff:" in expr and "value" in test:
-        return ("an IPv4-mapped IPv6 address as a value: cel-go's network extension accepts `::ffff:c0a8:1`, "
-                "Kubernetes' ip() (k8s.io/apiserver ip.go, which aiadmit follows) rejects it")
-    return None
-
-
 def declarations(test: dict):
     """The test's `type_env` variables (each as dyn: aiadmit's data is JSON-shaped), None (any name) without one.
 
@@ -81,7 +61,7 @@ def declarations(test: dict):
 
 def run(test: dict):
     """'pass', 'fail: why' or 'skip: why'."""
-    reason = skip_reason(test)
+    reason = celspec.skip_reason(test)
     if reason:
         return "skip: " + reason
     expr = test["expr"][0].decode("utf-8", "surrogatepass")

@@ -23,8 +23,6 @@ from k8scel import oracle  # noqa: F401 - the fixture (built once per session)
 from webhook.cel.environment import Expression, new_context
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "cel-spec", "testdata")
-_PROTO = ("TestAllTypes", "google.protobuf", "NestedTestAllTypes", "cel.expr.conformance", "GlobalEnum",
-          "NestedEnum", "TestRequired", "proto2", "proto3")
 
 pytestmark = pytest.mark.k8scel
 
@@ -132,22 +130,6 @@ def _plain(value) -> bool:
     return False
 
 
-def skip_reason(test: dict):
-    """Why a conformance test is not compared (as tests/test_celconformance.py skips it for aiadmit alone)."""
-    expr = test["expr"][0].decode("utf-8", "surrogatepass")
-    if "container" in test:
-        return "needs a container (protobuf namespaces)"
-    if "check_only" in test or "typed_result" in test:
-        return "a type-check expectation"
-    if "unknown" in test or "any_unknowns" in test:
-        return "unknown sets"
-    if test.get("disable_macros", ["false"])[0] == "true":
-        return "macros disabled"
-    if any(name in expr for name in _PROTO):
-        return "protobuf message or enum types"
-    return None
-
-
 def _aiadmit(source: str, bindings: dict):
     def run():
         context = new_context()
@@ -176,7 +158,7 @@ def _conformance_cases():
         for section in celspec.parse(open(path, encoding="utf-8").read()).get("section", []):
             for test in section.get("test", []):
                 label = f"{name}/{celspec._one(section, 'name').decode()}/{celspec._one(test, 'name').decode()}"
-                reason = skip_reason(test)
+                reason = celspec.skip_reason(test)
                 try:
                     bindings = {celspec._one(b, "key").decode(): celspec.value(
                         celspec._one(celspec._one(b, "value"), "value")) for b in test.get("bindings", [])}
