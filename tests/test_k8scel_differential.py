@@ -44,6 +44,11 @@ LIBRARY = [
     '[1, 2, 1].indexOf(1)', '[1, 2, 1].lastIndexOf(1)', '[1, 2].indexOf(5)', '[[1], [2]].indexOf([2])',
     '[1.0, 2.0].min()', '[1, 2, 3].slice(1, 2)', '[[1, 2], [3]].flatten()', '[3, 1, 2].sort()',
     '[1, 2, 2, 3].distinct()', '[1, 2, 3].reverse()', 'lists.range(4)', '[1, 2, 3].first()', '[].last()',
+    '[1.5].filter(x, x > 9.0).sum()', '[1u].filter(x, x > 9u).sum()', '[[1.5]].map(l, l.filter(x, x > 9.0).sum())',
+    '[3, 1, 2].sortBy(e, e)', '[{"a": 2}, {"a": 1}].sortBy(e, e.a)', '["bb", "a"].sortBy(s, size(s))',
+    '[3, 2, 1].sortBy(x, x).sortBy(y, -y)', '[].sortBy(e, e)', 'dyn([[1], [2]]).sortBy(e, e)',
+    '[1, 2].sortBy(e, [e])', '{"b": 1}.sortBy(k, k)', '[2, 1].map(x, [x, 0].sortBy(y, y + x))',
+    '[5, 4, 3, 2, 1].sortBy(e, e % 2)', '[1].sortBy(e, e, e)',
     # regex
     '"abc".matches("^a.c$")', '"abc".matches("(a+)+$")', '"a1b22".find("[0-9]+")', '"a1b22".findAll("[0-9]+")',
     '"a1b22".findAll("[0-9]+", 1)', '"abc".find("z")', '"é".matches("^\\\\w$")', '"x".matches("(?<=a)x")',
