@@ -86,3 +86,18 @@ def test_sortby_keys_must_be_of_one_orderable_type(source, error):
 def test_a_sortby_kubernetes_rejects_fails_the_load(source):
     with pytest.raises(CelError):
         Expression(source)
+
+
+@pytest.mark.parametrize("source", ["{1: 'a', true: 'b'}[1]", "size({true: 'a', 1: 'b'})", "{0: 'a', false: 'b'}",
+                                    "{'k': 1, 1: 2, true: 3}"])
+def test_a_map_with_the_keys_true_and_1_is_an_error_not_a_lost_entry(source):
+    with pytest.raises(Exception, match="cannot keep both"):
+        Expression(source).run(new_context())
+
+
+def test_maps_without_that_collision_keep_cel_key_equality():
+    run = lambda source: Expression(source).run(new_context())  # noqa: E731
+    assert run("{true: 1, 2: 2, 5u: 3}[true]") == 1 and run("{true: 1, false: 2}[false]") == 2
+    assert run("size({2: 'a', true: 'b'})") == 2
+    with pytest.raises(Exception, match="duplicate"):
+        run("{1: 'a', 1u: 'b'}")

@@ -145,7 +145,8 @@ def _bug(source: str, reason: str):
     return pytest.param(source, marks=pytest.mark.xfail(strict=True, reason=reason), id=source)
 
 
-_BOOL_KEY = "native merges the map keys true and 1 (a Python dict); CEL keeps them apart (Rust does)"
+_BOOL_KEY = ("native cannot keep the map keys true and 1 apart (a Python dict) and raises; CEL keeps them apart "
+             "(Rust does)")
 NATIVE_BUGS = [
     _bug("{1: 'a', true: 'b'}[1]", _BOOL_KEY), _bug("size({1: 'a', true: 'b'})", _BOOL_KEY),
     _bug("{1: 'a', true: 'b'}[true]", _BOOL_KEY),

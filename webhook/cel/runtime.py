@@ -388,6 +388,9 @@ def make_map(entries: list) -> dict:
             raise EvalError(f"a {_type_name(key)} cannot be a map key")
         if (key in out) if type(key) is str else (_lookup(out, key) is not _MISSING):
             raise EvalError(f"duplicate map key: {key!r}")
+        if type(key) is not str and key in out:  # true and 1 (false and 0): two CEL keys, one key of a Python dict
+            raise EvalError(f"a map with the keys {key!r} and {next(k for k in out if k == key)!r}: aiadmit's maps "
+                            f"cannot keep both (no JSON object has them); an error rather than an entry lost")
         out[key] = value
     return out
 
