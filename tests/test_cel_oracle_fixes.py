@@ -55,11 +55,14 @@ rules:
   - name: typed
     expression: type(variables.big.sum()) != double
     message: "{{ variables.big.sum() }}"
+  - name: indexed
+    expression: type(variables["big"].sum()) != double
+    message: m
 """)
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "n"},
            "spec": {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
     findings = Engine(load_policies([str(tmp_path / "p.yaml")])).evaluate(Resource(pod)).findings
-    assert [(f.rule, f.result) for f in findings] == [("typed", "fail")], findings
+    assert [(f.rule, f.result) for f in findings] == [("typed", "fail"), ("indexed", "fail")], findings
 
 
 @pytest.mark.parametrize("source, value", [

@@ -20,7 +20,8 @@ _ZEROS = {"double": 0.0, "uint": UInt(0)}
 
 
 class _Typing(Checker):
-    """The checker, noting the element type at each sum() call (by node), `variables.NAME` read through its tree."""
+    """The checker, noting the element type at each sum() call (by node), `variables.NAME` (or `variables["NAME"]`)
+    read through its tree."""
 
     def __init__(self, inline: Mapping[str, str], tree_of: Callable[[str], tuple]):
         super().__init__({}, {}, FUNCTIONS, lenient=True)
@@ -30,6 +31,13 @@ class _Typing(Checker):
         if node[1] == ("ident", "variables") and "variables" not in scope and node[2] in self.inline:
             return self.check(self.tree_of(self.inline[node[2]]))
         return super()._select(node, scope)
+
+    def _index(self, node: tuple, scope: Mapping) -> Any:
+        key = node[2]
+        if node[1] == ("ident", "variables") and "variables" not in scope and key[0] == "lit" and \
+                type(key[1]) is str and key[1] in self.inline:
+            return self.check(self.tree_of(self.inline[key[1]]))
+        return super()._index(node, scope)
 
     def _call(self, node: tuple, scope: Mapping) -> Any:
         kind = super()._call(node, scope)
