@@ -34,6 +34,7 @@ _CONVERSIONS = {"int": "int", "uint": "uint", "double": "double", "string": "str
 _STRING_METHODS = {"startsWith", "endsWith", "contains"}
 # Timestamp and duration accessors: run on the reference library (the native compiler lacks them)
 REFERENCE_ONLY: frozenset = frozenset()  # everything the checker knows now compiles natively
+WHOLE = "*"  # in `Checker.named`: `variables` read whole (passed on, indexed by a computed key), so every one
 _TYPE_NAMES = frozenset({"bool", "int", "uint", "double", "string", "bytes", "null_type", "list", "map", "type",
                          "optional_type", "net.IP", "net.CIDR"})  # the last two: Kubernetes' (cel/k8slibs.py)
 
@@ -113,6 +114,7 @@ class Checker:
         # declared dotted names (`a.b.c`): CEL's qualified-name resolution, tried only when there are any
         self.qualified = frozenset(name for name in declarations if "." in name)
         self.free: set[str] = set()
+        self.named: set[str] = set()  # the policy variables read as `variables.NAME` / `variables["NAME"]` (or WHOLE)
         self.reference_only = False
         self.type: Any = DYN  # the checked expression's type
 
@@ -125,10 +127,12 @@ class Checker:
     def _lit(self, node: tuple, scope: Mapping) -> Any:
         return type_of_value(node[1]) if not isinstance(node[1], (bytes,)) else "bytes"
 
-    def _ident(self, node: tuple, scope: Mapping) -> Any:
+    def _ident(self, node: tuple, scope: Mapping, whole: bool = True) -> Any:
         name = node[1]
         if name in scope:
             return scope[name]
+        if name == "variables" and whole:  # not as `variables.NAME` (_operand): what reads it may read any of them
+            self.named.add(WHOLE)
         if name in self.declarations:
             self.free.add(name)
             return self.declarations[name]
@@ -158,12 +162,19 @@ class Checker:
             return "optional"
         raise self.fail(node, f"a {show(operand)} has no fields (selecting {field!r})")
 
+    def _operand(self, node: tuple, scope: Mapping, field: Any) -> Any:
+        """The type of what is selected or indexed; `variables` by a constant name records that name alone."""
+        if type(field) is str and node == ("ident", "variables") and "variables" not in scope:
+            self.named.add(field)
+            return self._ident(node, scope, whole=False)
+        return self.check(node, scope)
+
     def _select(self, node: tuple, scope: Mapping) -> Any:
         if self.qualified:
             found = self._qualified(node, scope)
             if found is not None:
                 return found
-        return self._field(node, self.check(node[1], scope), node[2])
+        return self._field(node, self._operand(node[1], scope, node[2]), node[2])
 
     def _qualified(self, node: tuple, scope: Mapping) -> Any:
         """The type of a selection that CEL's name resolution reads as a dotted variable (cel/tree.py), or None."""
@@ -177,11 +188,12 @@ class Checker:
         return kind
 
     def _optselect(self, node: tuple, scope: Mapping) -> Any:
-        self._field(node, self.check(node[1], scope), node[2])
+        self._field(node, self._operand(node[1], scope, node[2]), node[2])
         return "optional"
 
     def _index(self, node: tuple, scope: Mapping) -> Any:
-        operand, key = self.check(node[1], scope), self.check(node[2], scope)
+        operand = self._operand(node[1], scope, node[2][1] if node[2][0] == "lit" else None)
+        key = self.check(node[2], scope)
         if operand == DYN:
             return DYN
         if isinstance(operand, Struct):
@@ -299,7 +311,7 @@ class Checker:
         if name == "has" and target is None:
             if len(args) != 1 or args[0][0] != "select":
                 raise self.fail(node, "has() takes one field selection, such as has(container.name)")
-            self._field(args[0], self.check(args[0][1], scope), args[0][2])
+            self._field(args[0], self._operand(args[0][1], scope, args[0][2]), args[0][2])
             return "bool"
         if target is not None and name in _MACROS and args and args[0][0] == "ident":
             return self._macro(node, name, target, args, scope)

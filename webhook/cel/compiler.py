@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Any, Callable, Mapping, Optional
 
 from webhook.cel import conversions as cv
-from webhook.cel import runtime as rt
+from webhook.cel import runtime as rt, sums
 from webhook.cel.comprehensions import Comprehensions
 from webhook.cel.folding import fold
 from webhook.cel.tree import resolve
@@ -85,7 +85,8 @@ def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = 
     generator = _Generator(functions, qualified, inline)
     body: list[str] = []
     try:
-        result = generator.value(fold(parse(source)), body, "        ", {})
+        generator.tree = fold(parse(source))
+        result = generator.value(generator.tree, body, "        ", {})
     except RecursionError:
         raise Unsupported("too deeply nested for the native compiler") from None
     free = frozenset(generator.free)
@@ -137,6 +138,8 @@ class _Generator(Comprehensions):
         self.inline = inline or {}
         self.free: set[str] = set()
         self.constants: dict[str, Any] = {}
+        self.tree: tuple = ("lit", None)  # the folded tree compiled (cel/sums.py types its sum() calls)
+        self.zeros: Optional[dict] = None
         self.count = 0
         self.loops = 0  # comprehensions open around the code being generated
 
@@ -405,5 +408,9 @@ class _Generator(Comprehensions):
             function = self.functions[name]
         else:
             raise Unsupported(f"function {name!r}")
+        if name == "sum" and len(arguments) == 1:  # an empty list sums to the zero of its static type (cel/sums.py)
+            if self.zeros is None:
+                self.zeros = sums.zeros(self.tree, self.inline, _variable_tree)
+            function = sums.typed_sum(function, self.zeros[id(node)]) if id(node) in self.zeros else function
         values = [self.atom(argument, out, indent, scope) for argument in arguments]
         return f"{self.constant(function)}({', '.join(values)})"

@@ -197,9 +197,10 @@ def params_type(params: Mapping[str, Any]) -> Struct:
 
 
 def checked(source: str, params: Optional[dict], declarations: Optional[Mapping[str, Any]],
-            limits: Optional[costs.Limits] = None) -> tuple[frozenset, bool, Any]:
+            limits: Optional[costs.Limits] = None) -> tuple[frozenset, bool, Any, frozenset]:
     """Parse, check and cost `source` as written: (the variables it reads, whether it needs the reference library,
-    its type as the checker found it).
+    its type as the checker found it, the policy variables it reads by name: `variables.NAME`, or "*" (checker.WHOLE)
+    when it reads `variables` whole).
 
     Raises CelError with the offset in `source`. `declarations` None: every free name is a dyn variable."""
     if len(source) > MAX_LENGTH:
@@ -218,7 +219,7 @@ def checked(source: str, params: Optional[dict], declarations: Optional[Mapping[
         costs.estimate(tree, positions, params or {}, limits)
     except CheckError as exc:
         raise CelError(exc.message, exc.offset) from None
-    return frozenset(checker.free - {"params"}), checker.reference_only, kind
+    return frozenset(checker.free - {"params"}), checker.reference_only, kind, frozenset(checker.named)
 
 
 class Expression:
@@ -229,7 +230,7 @@ class Expression:
     given process (mutations in an audit, messages of rules that pass).
     """
 
-    __slots__ = ("source", "compiled", "_program", "variables", "_memo", "reference", "type", "inline")
+    __slots__ = ("source", "compiled", "_program", "variables", "_memo", "reference", "type", "inline", "named")
 
     def __init__(self, source: str, params: dict | None = None, memo: Any = None,
                  declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None):
@@ -238,7 +239,7 @@ class Expression:
         declarations, limits, checked)`, and Python's compile: `compile(python, filename)`."""
         self.source = source
         recorded = getattr(memo, "checked", None)  # the bundle's record may answer (language/checks.py)
-        variables, self.reference, self.type = (checked(source, params, declarations, limits) if recorded is None
+        variables, self.reference, self.type, self.named = (checked(source, params, declarations, limits) if recorded is None
                                                 else recorded(source, params, declarations, limits, checked))
         if params is not None:
             try:
@@ -293,6 +294,7 @@ class Template:
         self._tail = self.parts[-1]
         self.expressions = tuple(expression for _, expression in self._segments)
         self.variables = frozenset().union(*(expression.variables for expression in self.expressions))
+        self.named = frozenset().union(*(expression.named for expression in self.expressions))  # of the {{ }} only
 
     def render(self, context: Activation) -> str:
         out = []
@@ -321,6 +323,7 @@ class MessageExpression:
         self.parts = [self.expression] + (list(fallback.parts) if fallback is not None else [])
         self.expressions = (self.expression,) + (fallback.expressions if fallback is not None else ())
         self.variables = self.expression.variables | (fallback.variables if fallback is not None else frozenset())
+        self.named = self.expression.named | (fallback.named if fallback is not None else frozenset())
 
     def render(self, context: Activation) -> str:
         try:

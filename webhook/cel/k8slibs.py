@@ -83,6 +83,10 @@ def _comparable(kinds: list, member: bool) -> Any:
     return None
 
 
+def _sortable_keys(kinds: list, member: bool) -> Any:
+    return _comparable(kinds[1:], member)  # sortBy's keys (cel/parser.py expands the macro)
+
+
 def _same_element(kinds: list, member: bool) -> Any:
     element, item = _element(kinds), kinds[1] if len(kinds) > 1 else "dyn"
     if element is not None and item != "dyn" and str(element) != str(item) and \
@@ -94,7 +98,8 @@ def _same_element(kinds: list, member: bool) -> Any:
 # Kubernetes' overloads the argument kinds alone do not say (`function.check(kinds, member)`): the lists library's
 # element types (what the checker knows of the elements must fit), and ip()'s two call forms
 CHECKS: dict = {"sum": _summable, "min": _comparable, "max": _comparable, "isSorted": _comparable,
-                "indexOf": _same_element, "lastIndexOf": _same_element, "ip": _ip_form, "sort": _comparable}
+                "indexOf": _same_element, "lastIndexOf": _same_element, "ip": _ip_form, "sort": _comparable,
+                "@sortByAssociatedKeys": _sortable_keys}
 
 
 def _escape_key(key: Any) -> str:
@@ -149,7 +154,9 @@ SPECS: tuple = (
     ("flatten", "cel", (("list",), ("list", "int")), ("list", "dyn"), lists.flatten, True,
      "one level, or as many as given"),
     ("slice", "cel", (("list", "int", "int"),), None, lists.slice_, True, ""),
-    ("sort", "cel", (("list",),), None, lists.sort, True, "the `sortBy` macro is not implemented"),
+    ("sort", "cel", (("list",),), None, lists.sort, True, ""),
+    ("@sortByAssociatedKeys", "cel", (("list", "list"),), None, lists.sort_by, True,
+     "what the `sortBy(e, key)` macro calls (cel/parser.py): ordered by the keys, stable"),
     # cel-go's optional library, version 2 (Kubernetes 1.34's optional types)
     ("first", "cel", (("list",),), "optional", lists.first, True, "optional.none() of an empty list"),
     ("last", "cel", (("list",),), "optional", lists.last, True, "optional.none() of an empty list"),

@@ -18,7 +18,7 @@ import fnmatch
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
-from webhook.cel import k8slibs, lists as cel_lists
+from webhook.cel import k8slibs, lists as cel_lists, quantities as kq
 from webhook.cel import strings as st
 from webhook.cel.regex import find as _find, find_all as _find_all, matches, regex
 from webhook.cel import timestamps as ts
@@ -52,34 +52,40 @@ _QUANTITIES: dict[str, float] = {}  # "48Gi" -> 51539607552.0: pods repeat a few
 
 
 def quantity(value: Any) -> float:
-    """Kubernetes' quantity(): the value in base units (carried as a double, see docs)."""
+    """Kubernetes' quantity(): the value in base units, carried as a double, or as a kq.Quantity where the double
+    does not tell all Kubernetes would answer (cel/quantities.py)."""
     if type(value) is str:
         found = _QUANTITIES.get(value)
         if found is not None:
             return found
-    elif type(value) not in (int, float) or type(value) is bool:
+        try:
+            parsed = kq.carry(kq.parse(value))
+        except kq.QuantityError as exc:
+            raise EvalError(f"{value[:40]!r} is not a Kubernetes quantity: {exc}") from None
+        if len(_QUANTITIES) < 4096:
+            _QUANTITIES[value] = parsed
+        return parsed
+    if type(value) not in (int, float):
         raise overload("quantity", value)
-    try:
-        parsed = float(parse_quantity(value))
+    try:  # aiadmit's quantity of a number: by value, as the API server would have stored it (`1.0` as "1")
+        parse_quantity(value)
     except QuantityError as exc:
         raise EvalError(str(exc)) from None
-    if type(value) is str and len(_QUANTITIES) < 4096:
-        _QUANTITIES[value] = parsed
-    return parsed
+    return kq.carry((False, int(value), 0) if float(value).is_integer() else kq.parse(repr(value)))
 
 
 def _is_quantity(value: Any) -> bool:
     if type(value) is not str:
         raise overload("isQuantity", value)
     try:
-        parse_quantity(value)
-    except QuantityError:
+        kq.parse(value)
+    except kq.QuantityError:
         return False
     return True
 
 
 def _q(value: Any, name: str) -> float:
-    if type(value) is float:
+    if type(value) is float or type(value) is kq.Quantity:
         return value
     if type(value) is int:  # `add(1)`: Kubernetes' int overloads
         return float(value)
@@ -89,7 +95,13 @@ def _q(value: Any, name: str) -> float:
 def _compare(a: Any, b: Any) -> int:
     if type(a) is not float or type(b) is not float:  # the common case first: both quantities (doubles)
         a, b = _q(a, "compareTo"), _q(b, "compareTo")
+        if type(a) is kq.Quantity or type(b) is kq.Quantity:  # exactly, beyond a double's precision
+            a, b = kq.exact(a), kq.exact(b)
     return (a > b) - (a < b)
+
+
+def _operand(value: Any, name: str) -> Any:
+    return value if type(value) is int else _q(value, name)
 
 
 def _sign(q: Any) -> int:
@@ -101,12 +113,16 @@ def _sign(q: Any) -> int:
 def _is_integer(q: Any) -> bool:
     if type(q) is not float:
         q = _q(q, "isInteger")
+        if type(q) is kq.Quantity:
+            return q.integer is not None
     return q.is_integer() and -9.223372036854775808e18 <= q < 9.223372036854775808e18
 
 
 def _as_integer(value: Any) -> int:
     value = _q(value, "asInteger")
-    if not value.is_integer() or not (INT64_MIN <= value <= INT64_MAX):
+    if type(value) is kq.Quantity and value.integer is not None:  # Kubernetes' int64 form
+        return value.integer
+    if type(value) is kq.Quantity or not value.is_integer() or not (INT64_MIN <= value <= INT64_MAX):
         raise EvalError("cannot convert value to integer: the quantity is not an int64")  # as Kubernetes
     return int(value)
 
@@ -208,7 +224,7 @@ def _join(items: Any, sep: Any = "") -> str:
 
 
 def _display(value: Any) -> str:
-    if type(value) is float and value.is_integer():
+    if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
 
@@ -269,7 +285,8 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
        k8slibs.overloaded("isLessThan", lambda a, b: _compare(a, b) < 0, lambda c: c < 0), True),
     _f("compareTo", "kubernetes", (("quantity", "quantity"), (k8slibs.SEMVER,) * 2), "int",
        k8slibs.overloaded("compareTo", _compare, lambda c: c), True),
-    _f("asApproximateFloat", "kubernetes", (("quantity",),), "double", lambda q: _q(q, "asApproximateFloat"), True),
+    _f("asApproximateFloat", "kubernetes", (("quantity",),), "double", lambda q: float(_q(q, "asApproximateFloat")),
+       True),
     _f("asInteger", "kubernetes", (("quantity",),), "int", _as_integer, True),
     _f("isInteger", "kubernetes", (("quantity",),), "bool", _is_integer, True),
     # Kubernetes' `sign` is a global function, sign(q) (k8s.io/apiserver cel/library/quantity.go); the method
@@ -277,9 +294,9 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
     _f("sign", "kubernetes", (("quantity",),), "int", _sign, None,
        "as a function (Kubernetes); `q.sign()` is the aiadmit spelling"),
     _f("add", "kubernetes", (("quantity", "quantity"), ("quantity", "int")), "quantity",
-       lambda a, b: _q(a, "add") + _q(b, "add"), True),
+       lambda a, b: kq.add(_q(a, "add"), _operand(b, "add")), True),
     _f("sub", "kubernetes", (("quantity", "quantity"), ("quantity", "int")), "quantity",
-       lambda a, b: _q(a, "sub") - _q(b, "sub"), True),
+       lambda a, b: kq.add(_q(a, "sub"), _operand(b, "sub"), negate=True), True),
     # Kubernetes: lists library
     _f("sum", "kubernetes", (("list",),), None, _sum, None,
        "as a method (Kubernetes); `sum(list)` is the aiadmit spelling"),

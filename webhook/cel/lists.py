@@ -86,18 +86,33 @@ def flatten(items: Any, depth: Any = 1) -> list:
     return out
 
 
-def sort(items: Any) -> list:
-    items = _list(items, "sort")
-    if not items:
-        return items
+def _order(items: list) -> Any:
+    """The sort key of `items` (one orderable type, as cel-go's lists extension requires), None for the values."""
     kind = type(items[0])
     if kind not in _COMPARABLE and not _is_time(items[0]):
         raise EvalError("list elements must be comparable")
     if any(type(item) is not kind for item in items):
         raise EvalError("list elements must have the same type")
-    if kind in _COMPARABLE:
-        return sorted(items)
-    return sorted(items, key=lambda item: item.ns)
+    return None if kind in _COMPARABLE else (lambda item: item.ns)
+
+
+def sort(items: Any) -> list:
+    items = _list(items, "sort")
+    return sorted(items, key=_order(items)) if items else items
+
+
+def sort_by(items: Any, keys: Any) -> list:
+    """cel-go's `@sortByAssociatedKeys`, what `list.sortBy(e, key)` calls: the items in the order of their keys (one
+    orderable type). Python's sort is stable; cel-go's (Go's sort.Slice) is too up to 12 items, so among more, items
+    of equal keys may come out in another order there."""
+    items, keys = _list(items, "sortBy"), _list(keys, "sortBy")
+    if len(items) != len(keys):
+        raise EvalError(f"@sortByAssociatedKeys() expected a list of the same size as the associated keys list, but "
+                        f"got {len(items)} and {len(keys)} elements respectively")
+    if not items:
+        return items
+    key = _order(keys) or (lambda value: value)
+    return [items[i] for i in sorted(range(len(items)), key=lambda i: key(keys[i]))]
 
 
 def _is_time(value: Any) -> bool:

@@ -42,6 +42,17 @@ _QUALIFIED_TYPES = frozenset({"net.IP", "net.CIDR"})  # Kubernetes names no othe
 _RELATIONS = ("==", "!=", "<", "<=", ">", ">=", "in")
 
 
+_SORTED = ("ident", "@__sortBy_input__")  # `@` is in no CEL identifier: no name of the author's can be shadowed
+
+
+def _sort_by(target: tuple, args: tuple, position: int, mark) -> tuple:
+    """cel-go's lists macro `list.sortBy(e, key)` (Kubernetes 1.34), expanded as cel-go expands it:
+    `cel.bind(@l, list, @l.@sortByAssociatedKeys(@l.map(e, key)))`, the list ordered by each element's key."""
+    keys = mark(("call", "map", _SORTED, args), position)
+    return ("call", "cel.bind", None, (_SORTED, target, mark(("call", "@sortByAssociatedKeys", _SORTED, (keys,)),
+                                                              position)))
+
+
 class _Parser:
     def __init__(self, source: str):
         self.source = source
@@ -178,7 +189,9 @@ class _Parser:
                 if optional:
                     node = self.mark(("optselect", node, name), position)
                 elif self.peek("("):
-                    node = self.mark(("call", name, node, self.arguments()), position)
+                    args = self.arguments()
+                    node = self.mark(_sort_by(node, args, position, self.mark) if name == "sortBy" and len(args) == 2
+                                     and args[0][0] == "ident" else ("call", name, node, args), position)
                 else:
                     node = self.mark(("select", node, name), position)
             elif self.peek("["):

@@ -15,9 +15,10 @@ import math
 from typing import Any, Callable
 
 from webhook.cel.parser import INT64_MAX, INT64_MIN, UINT64_MAX, UInt
+from webhook.cel.quantities import Quantity
 from webhook.cel.values import NONE, EvalError, Optional, Unsupported, Variables  # noqa: F401 - re-exported
 
-_NUMBERS = (int, float, UInt)
+_NUMBERS = (int, float, UInt, Quantity)  # Quantity: a quantity the double alone does not describe (cel/quantities.py)
 _KEYS = (str, int, bool, UInt)
 # No string or list a rule builds may be larger (characters or items): an object is at most 3 MiB (the API server's
 # request limit), so only a concatenation or join bomb gets here, and it stops before it costs the process its memory.
@@ -45,7 +46,7 @@ TYPES = {name: CelType(name) for name in
          ("bool", "int", "uint", "double", "string", "bytes", "null_type", "list", "map", "type", "optional_type")}
 _TYPE_OF = {bool: TYPES["bool"], int: TYPES["int"], UInt: TYPES["uint"], float: TYPES["double"],
             str: TYPES["string"], bytes: TYPES["bytes"], type(None): TYPES["null_type"], list: TYPES["list"],
-            dict: TYPES["map"], CelType: TYPES["type"], Optional: TYPES["optional_type"]}
+            dict: TYPES["map"], CelType: TYPES["type"], Optional: TYPES["optional_type"], Quantity: TYPES["double"]}
 
 
 _SIMPLE = (str, int, float, bool, type(None), bytes, UInt, CelType)
@@ -387,6 +388,9 @@ def make_map(entries: list) -> dict:
             raise EvalError(f"a {_type_name(key)} cannot be a map key")
         if (key in out) if type(key) is str else (_lookup(out, key) is not _MISSING):
             raise EvalError(f"duplicate map key: {key!r}")
+        if type(key) is not str and key in out:  # true and 1 (false and 0): two CEL keys, one key of a Python dict
+            raise EvalError(f"a map with the keys {key!r} and {next(k for k in out if k == key)!r}: aiadmit's maps "
+                            f"cannot keep both (no JSON object has them); an error rather than an entry lost")
         out[key] = value
     return out
 

@@ -3,10 +3,11 @@
 Why: checking every expression of the built-in bundle (parse, declared names and types, the static cost) was
 most of a bundle load (bench/RESULTS.md), and for the bundle as shipped it always gives the same answer. So the
 record (policies/checked.json, language/record.py) keeps, for each expression, what the check found (the
-variables it reads, whether it needs the reference engine, its type), under a key that digests everything the
-answer depends on: the source as written, the params, every declaration of its level (types spelt out), the cost
-limits, and the source code of the CEL package and the declarations (so a checker that changed never trusts an
-answer of the old one). A key that differs in any byte is not in the record, and the expression is checked.
+variables it reads, whether it needs the reference engine, its type, the policy variables it reads by name), under a
+key that digests everything the answer depends on: the source as written, the params, every declaration of its level
+(types spelt out), the cost limits, and the source code of the CEL package and the declarations (so a checker that
+changed never trusts an answer of the old one). A key that differs in any byte is not in the record, and the
+expression is checked.
 """
 
 from __future__ import annotations
@@ -103,8 +104,8 @@ def key(source: str, params: Optional[dict], declarations: Optional[Mapping[str,
 
 
 def encode(found: tuple) -> list:
-    variables, reference, kind = found
-    return [sorted(variables), bool(reference), encode_type(kind)]
+    variables, reference, kind, named = found
+    return [sorted(variables), bool(reference), encode_type(kind), sorted(named)]
 
 
 def encode_error(error: CelError) -> list:
@@ -115,4 +116,4 @@ def encode_error(error: CelError) -> list:
 def decode(data: list) -> tuple:
     if data[0] == "error":
         raise CelError(data[1], data[2])
-    return frozenset(data[0]), data[1], decode_type(data[2])
+    return frozenset(data[0]), data[1], decode_type(data[2]), frozenset(data[3])

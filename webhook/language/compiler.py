@@ -15,7 +15,7 @@ import copy
 import re
 from typing import Any, Optional
 
-from webhook.cel.checker import Struct
+from webhook.cel.checker import WHOLE, Struct
 from webhook.cel.cost import Limits
 from webhook.cel.environment import CelError, Expression, MessageExpression, Template, required_presence
 from webhook.language.checks import Checks
@@ -24,10 +24,6 @@ from webhook.language.policy import Match, Mutation, Policy, Rule
 from webhook.language.schemanative import NativeSchemaRule, compile_schema
 
 _PARAM_REF = re.compile(r"^\$\{params\.([A-Za-z_][A-Za-z0-9_]*)\}$")
-# `variables.NAME` or `variables["NAME"]` in a source: which named variables it may read (a match inside a string
-# literal only over-approximates, which binds more, never less)
-_VARIABLE_REF = re.compile(r"\bvariables\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)"
-                           r"|\[\s*[\"']([A-Za-z_][A-Za-z0-9_]*)[\"']\s*\])")
 
 
 def _substitute_params(value: Any, params: dict, where: str) -> Any:
@@ -69,10 +65,10 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             problems.append((where, f"{name}: CEL does not compile: {exc.message}", exc.offset))
             return None
 
-    def reads(found: frozenset, *sources: Optional[str]) -> frozenset:
-        return binding_reads(found, named_reads, *sources)
+    def reads(found: frozenset, by_name: frozenset) -> frozenset:
+        return binding_reads(found, named_reads, by_name)
 
-    named_reads = _named_reads(doc, named)
+    named_reads = _named_reads(named)
 
     rules = []
     for position, raw in enumerate(doc["rules"]):
@@ -126,8 +122,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             except ValueError as exc:
                 problems.append((f"{where}/schema", str(exc)))
         parts = [p for p in (rule.when, rule.expression) if p is not None]
-        rule.variables = reads(message.variables.union(*(p.variables for p in parts)), raw.get("when"),
-                               raw.get("expression"), raw.get("message"), raw.get("messageExpression"))
+        rule.variables = reads(message.variables.union(*(p.variables for p in parts)),
+                               message.named.union(*(p.named for p in parts)))
         rule.needs_pod = bool(rule.variables & {"pod", "podMeta"})
         if rule.schema is not None and doc["target"] == "container":
             rule.variables |= {"container"}
@@ -143,8 +139,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         if target not in ("pod", "container"):
             problems.append((f"{where}/target", "a mutation targets a pod or a container"))
         if value is not None:
-            variables = reads(value.variables | (when.variables if when else frozenset()), raw["value"],
-                              raw.get("when"))
+            variables = reads(value.variables | (when.variables if when else frozenset()),
+                              value.named | (when.named if when else frozenset()))
             mutations.append(Mutation(raw["name"], target, raw["op"], raw["path"], value, when, variables))
 
     names = [r["name"] for r in doc["rules"]]
@@ -202,12 +198,14 @@ def visible_variables(named: dict, levels: dict, level: str) -> Optional[Struct]
                                 if order.index(levels[name]) <= order.index(level)})
 
 
-def binding_reads(found: frozenset, named_reads: dict, *sources: Optional[str]) -> frozenset:
-    """What binding must provide: the names read, and through `variables` what the variables they name read
-    (only those: a rule that reads no pod-level variable must still run where a kind has no pod spec)."""
+def binding_reads(found: frozenset, named_reads: dict, by_name: frozenset) -> frozenset:
+    """What binding must provide: the names read, and through `variables` what the variables they read by name
+    (`by_name`, as the checker found it: cel/checker.py) read; all of them if `variables` is read whole. Only
+    those: a rule that reads no pod-level variable must still run where a kind has no pod spec."""
     if "variables" not in found:
         return found
-    return found.union(*(named_reads[n] for n in referenced(*sources) if n in named_reads))
+    names = named_reads if WHOLE in by_name else by_name
+    return found.union(*(named_reads[n] for n in names if n in named_reads))
 
 
 def policy_expression(policy: Policy, source: str, level: str,
@@ -219,27 +217,22 @@ def policy_expression(policy: Policy, source: str, level: str,
     Raises CelError with the offset in `source`, as a rule's check at load would."""
     expression = Expression(source, policy.params, policy.checks,
                             for_level(level, visible_variables(policy.named, policy.levels, level)), limits)
-    reads = binding_reads(expression.variables, _named_reads(policy.document, policy.named), source)
+    reads = binding_reads(expression.variables, _named_reads(policy.named), expression.named)
     if policy.named and "variables" in expression.variables:
         expression.inline = {name: e.compiled for name, e in policy.named.items()}
     return expression, reads
 
 
-def referenced(*sources: Optional[str]) -> set:
-    """The named variables these CEL sources (or message templates) mention."""
-    return {a or b for source in sources if isinstance(source, str) for a, b in _VARIABLE_REF.findall(source)}
-
-
-def _named_reads(doc: dict, named: dict) -> dict:
+def _named_reads(named: dict) -> dict:
     """name -> what reading that variable makes binding provide: its own names, and those of the variables it reads
-    (earlier ones, so one pass in order is transitive)."""
+    by name (earlier ones, so one pass in order is transitive); reading `variables` whole, every variable's."""
+    every = frozenset().union(*(expression.variables for expression in named.values()))
     found: dict[str, frozenset] = {}
-    for raw in doc.get("variables") or ():
-        expression = named.get(raw["name"])
-        if expression is None or raw["name"] in found:
-            continue
-        own = expression.variables
-        found[raw["name"]] = own.union(*(found[n] for n in referenced(raw["expression"]) if n in found))
+    for name, expression in named.items():  # in the document's order (language/compiler.py _variables)
+        if WHOLE in expression.named:
+            found[name] = every
+        else:
+            found[name] = expression.variables.union(*(found[n] for n in expression.named if n in found))
     return found
 
 

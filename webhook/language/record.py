@@ -60,4 +60,4 @@ def cel_checked(key: str) -> Optional[list]:
     """What aiadmit's checker found for the expression of this key (language/celrecord.py) when the bundle was
     built, or None."""
     found = _record().cel.get(key)
-    return found if isinstance(found, list) and len(found) == 3 else None
+    return found if isinstance(found, list) and len(found) == (3 if found[:1] == ["error"] else 4) else None
