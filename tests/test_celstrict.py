@@ -49,6 +49,7 @@ _ONE_TYPE = "(a list or map literal holds one type, as in Kubernetes: dyn(...) m
     ("'%d %d'.format([1]) != ''", "[1]", "index 1 out of range"),
     ("'%d'.format([1, 2]) != ''", "[1, 2]", "too many arguments supplied to string.format (expected 1, got 2)"),
     ("'%a'.format([1]) != ''", "[1]", 'unrecognized formatting clause "a"'),
+    ("'%d'.format([duration('1s')]) != ''", "duration", "was given google.protobuf.Duration"),
 ])
 def test_what_kubernetes_rejects_fails_the_load_at_its_place(source, at, message):
     with pytest.raises(CelError) as raised:

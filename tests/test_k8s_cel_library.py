@@ -25,7 +25,7 @@ HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "k8s-cel
 CASES = os.path.join(HERE, "cases.yaml")
 EDGE_CASES = os.path.join(HERE, "edge-cases.yaml")  # aiadmit's own expressions at the corners, Kubernetes' answers
 # Passing cases per library, as measured (docs/policy-language.md): a regression below these fails.
-FLOOR: dict[str, int] = {"cidr": 59, "format": 211, "ip": 74, "jsonpatch": 1, "lists": 17, "quantity": 57,
+FLOOR: dict[str, int] = {"cidr": 59, "format": 211, "ip": 74, "jsonpatch": 1, "lists": 17, "quantity": 58,
                          "regex": 5, "semver": 51, "urls": 29}
 
 
@@ -126,7 +126,7 @@ def _table(found: dict[str, Counter]) -> str:
 
 
 # Passing edge cases per library (edge-cases.yaml): Go's parsers at their corners
-EDGE_FLOOR: dict[str, int] = {"cidr": 39, "format": 71, "ip": 59, "jsonpatch": 3, "lists": 56, "regex": 8,
+EDGE_FLOOR: dict[str, int] = {"cidr": 39, "format": 71, "ip": 59, "jsonpatch": 3, "lists": 57, "regex": 8,
                               "semver": 45, "urls": 61}
 
 

@@ -171,6 +171,10 @@ _VERBS = {
 _VERBS["X"] = _VERBS["x"]
 
 
+# The checker types no timestamps or durations (dyn to it); a format() argument written `duration(...)` is one
+_TIME_TYPES = {"duration": "google.protobuf.Duration", "timestamp": "google.protobuf.Timestamp"}
+
+
 def _type_name(kind: Any) -> str:
     return "null_type" if kind == "null" else str(_head(kind))
 
@@ -207,7 +211,7 @@ def format_problem(template: str, kinds: list, string_problem) -> Optional[tuple
             bad = string_problem(used)
             if bad is not None:
                 return bad[0], f"error during formatting: {words}, was given {_type_name(bad[1])}"
-        elif known(kind) and _head(kind) not in takes:
+        elif (known(kind) or kind in _TIME_TYPES.values()) and _head(kind) not in takes:
             return used, f"error during formatting: {words}, was given {_type_name(kind)}"
         used += 1
     if len(args) > used:
@@ -231,7 +235,9 @@ def validate(checker: Any, name: str, arguments: tuple, scope: Any) -> None:
         items = arguments[1][1]
         checker.exempt += 1  # the arguments of a format() call need not be homogeneous
         try:
-            found = format_problem(arguments[0][1], [checker.check(item, scope) for item in items],
+            found = format_problem(arguments[0][1], [_TIME_TYPES.get(item[1]) if item[0] == "call" and item[2] is None
+                                                     and item[1] in _TIME_TYPES else checker.check(item, scope)
+                                                     for item in items],
                                    lambda index: _unshowable(checker, items[index], scope))
         finally:
             checker.exempt -= 1
