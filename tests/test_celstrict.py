@@ -42,6 +42,8 @@ _ONE_TYPE = "(a list or map literal holds one type, as in Kubernetes: dyn(...) m
     ("{'a': 1, 'b': 'x'}.size() > 1", "'x'", "expected type 'int' but found 'string'"),
     ("{'a': 1, 2: 1}.size() > 1", "2: 1", "expected type 'string' but found 'int'"),
     ("[?optional.of(1), 'a'].size() > 1", "'a'", "expected type 'int' but found 'string'"),
+    ("[?container.?name, 1].size() > 1", "1]", "expected type 'dyn' but found 'int'"),
+    ("[[1], [container.name]].size() > 1", "[container", "expected type 'list(int)' but found 'list(dyn)'"),
     ("duration('1x') > duration('1s')", "'1x'", "invalid duration argument"),
     ("timestamp('2024-13-01T00:00:00Z') > timestamp(0)", "'2024", "invalid timestamp argument"),
     ("'%d'.format([2.0]) != ''", "2.0", "error during formatting: decimal clause can only be used on integers, "
@@ -64,6 +66,7 @@ def test_what_kubernetes_rejects_fails_the_load_at_its_place(source, at, message
     "[dyn(1), dyn('a')].size() == 2", "{'a': dyn(1), 'b': dyn('x')}.size() == 2",
     "'%s %d'.format(['a', 1]) != ''", "'%s'.format([[1, 'a']]) != ''", "container.?name == null",
     "[?optional.of(1), 2].size() == 2", "duration('1h') == duration('60m')", "sign(quantity('1')) == 1",
+    "[container.name, true ? container.image : 'x'].size() == 2", "string(null) == ''",
 ])
 def test_what_kubernetes_compiles_still_loads(source):
     Expression(source, declarations=CONTAINER)

@@ -263,8 +263,9 @@ KNOWN_LENIENT: dict[str, str] = {
     "'%d'.format([x.getHours() > 0 ? duration('1s') : duration('2s')])": (
         "aiadmit's checker does not type timestamps and durations (dyn to it; a format() argument written "
         "duration(...) is known): a duration where a format verb wants an int fails at run time"),
-    "[[1], [x]]": ("a dyn inside a list or map type counts as any type for the homogeneity of literals: the checker "
-                   "does not know whether it is a dyn Kubernetes infers too"),
+    "[1, duration('1s')]": ("aiadmit's checker does not type timestamps and durations (dyn to it, of a kind it "
+                            "does not know Kubernetes infers)"),
+    "[x.transformList(i, v, v), [1]]": "transformList()'s variables are of no type the checker knows",
     "optional.of(1) == optional.of('a')": "aiadmit's optionals carry no type of their value",
 }
 
@@ -288,7 +289,11 @@ PROBES = [
     "x.map(v, [v.name, 'a'])", "[1, 2].map(v, [v, 1])", "[[1], ['a']]", "[[1], []]", "[[1], [x]]",
     "[{}, {'a': 1}]", "[null, 1]", "[?optional.of(1), 2]", "[?optional.of(1), 'a']", "{?'a': optional.of(1), 'b': 2}",
     "[optional.none(), optional.of(1)]", "dyn([1, 'a'])", "size([1, 'a'])", "'%s'.format([[1, 'a']])",
-    "['%s'.format([1]), 'a']", "optional.of(1) == optional.of('a')",
+    "['%s'.format([1]), 'a']", "optional.of(1) == optional.of('a')", "[?x.?y, 1]", "['a', ?x.?y]",
+    "{?'a': x.?b, 'c': 1}", "[x.map(v, v), [1]]", "[1, true ? x : 1]", "[1, duration('1s')]",
+    "[x.transformList(i, v, v), [1]]", "[x.a, x.b]", "[x[0], 1]", "[1, int(x)]", "[x.size(), 1]", "[x + 1, 1]",
+    "['a', x ? 'b' : 'c']", "[duration('1s'), duration('2s')]", "[1, 1u]", "{1: 'a', 1u: 'b'}",
+    "string(null)", "int(null)", "bool(null)", "string(type(1))",
     # constant arguments Kubernetes' validators check
     "'%s %d'.format(['a', 1])", "'%d'.format([x])", "'%d %d'.format([1])", "'%d'.format([1, 2])",
     "'%d'.format([2.0])", "'%s'.format([optional.of(1)])", "'%x'.format([b'a'])", "'%.2f'.format(['NaN'])",

@@ -236,6 +236,8 @@ class Checker:
         a, b = self.check(node[2], scope), self.check(node[3], scope)
         if strict.unify(a, b) is None:
             raise self.fail(node, f"no matching overload for '?:' applied to (bool, {show(a)}, {show(b)})")
+        if a is SURE_DYN or b is SURE_DYN:  # cel-go joins dyn and any type to dyn
+            return SURE_DYN
         return a if show(a) == show(b) else DYN
 
     def _homogeneous(self, nodes: list, kinds: list) -> None:
@@ -246,6 +248,8 @@ class Checker:
         """The type an optional holds, when it is written `optional.of(x)` (aiadmit's optionals are untyped)."""
         if node[0] == "call" and node[1] in ("optional.of", "optional.ofNonZeroValue") and len(node[3]) == 1:
             return self.check(node[3][0], scope)
+        if node[0] in ("optselect", "optindex") and self.check(node[1], scope) is SURE_DYN:
+            return SURE_DYN  # x.?f of a dyn x holds a dyn
         return DYN
 
     def _list(self, node: tuple, scope: Mapping) -> Any:
@@ -399,5 +403,5 @@ def check(tree: tuple, positions: Mapping[int, int], declarations: Optional[Mapp
                          0)
     checker = Checker(positions, declarations or {}, functions, lenient, kubernetes)
     kind = checker.check(tree)
-    checker.type = DYN if kind == DYN else kind  # a plain dyn: a recorded check gives the same
+    checker.type = strict.plain(kind)  # as a recorded check gives it
     return checker

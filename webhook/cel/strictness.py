@@ -97,6 +97,8 @@ def overload_problem(name: str, kinds: list, member: bool) -> Optional[str]:
 
     Only types the checker knows count (`known`): a dyn or an aiadmit-only type is left to run time."""
     first = kinds[0] if kinds else DYN
+    if first == "null" and name in ("int", "string", "timestamp", *_TIME_ACCESSORS):
+        return None  # cel-go: null is assignable to a timestamp or a duration (int(null) compiles)
     if name in _CONVERSION_ARGS and len(kinds) == 1 and known(first) and first not in _CONVERSION_ARGS[name]:
         return ""
     if name == "size" and len(kinds) == 1 and known(first) and first not in ("string", "bytes") \
@@ -121,9 +123,16 @@ def _show(kind: Any) -> str:
     return str(kind)
 
 
+def plain(kind: Any) -> Any:
+    """`kind` with every sure dyn a plain one: what a check answers (a recorded check, as JSON, gives the same)."""
+    if isinstance(kind, tuple):
+        return tuple(plain(part) for part in kind)
+    return DYN if kind == DYN else kind
+
+
 def equivalent(a: Any, b: Any) -> bool:
     """cel-go's IsEquivalentType as far as the checker knows: a plain (unknown) dyn matches anything, a sure dyn only
-    a dyn; inside lists and maps dyn matches anything (the checker does not know how sure it is there)."""
+    a dyn (inside lists and maps too)."""
     if (a == DYN and a is not SURE_DYN) or (b == DYN and b is not SURE_DYN):
         return True
     if a == DYN or b == DYN:
@@ -132,6 +141,8 @@ def equivalent(a: Any, b: Any) -> bool:
 
 
 def _inner(a: Any, b: Any) -> bool:
+    if a is SURE_DYN or b is SURE_DYN:  # list(dyn) is not list(int)
+        return a == b or (a == DYN and a is not SURE_DYN) or (b == DYN and b is not SURE_DYN)
     if a == DYN or b == DYN or _struct(a) or _struct(b):
         return True
     if isinstance(a, tuple) and isinstance(b, tuple):
