@@ -95,3 +95,15 @@ def test_a_mixed_literal_in_a_policy_is_named_at_its_line_and_column(tmp_path):
         load_policies([str(path)])
     assert any(p.startswith(f"{path}:{line}:{column}:") and "expected type 'dyn' but found 'int'" in p
                for p in raised.value.problems), raised.value.problems
+
+
+def test_the_strictness_checks_stay_linear_in_the_nesting():
+    """The literal checks look at a node's type again; a memo keeps `[?optional.of([?optional.of(...)])]` from being
+    checked 2^depth times (depth 18 took 3.9 s before it)."""
+    import time
+
+    started = time.monotonic()
+    for depth in (18, 35):
+        Expression("[?optional.of(" * depth + "1" + ")]" * depth)
+        Expression("'%s'.format([" + "[" * depth + "1" + "]" * depth + "])")
+    assert time.monotonic() - started < 1.0

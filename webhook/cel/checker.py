@@ -115,12 +115,18 @@ class Checker:
         self.free: set[str] = set()
         self.reference_only = False
         self.type: Any = DYN  # the checked expression's type
+        self.types: dict[int, Any] = {}  # id(node) -> its type, while the tree is alive
 
     def fail(self, node: tuple, message: str) -> CheckError:
         return CheckError(message, self.positions.get(id(node), 0))
 
     def check(self, node: tuple, scope: Mapping[str, Any] = {}) -> Any:  # noqa: B006 - never mutated
-        return getattr(self, "_" + node[0])(node, scope)
+        # Each node has one scope; the strictness checks look at a node's type again, and without this memo a
+        # nesting such as [?optional.of([?optional.of(...)])] would be checked 2^depth times.
+        kind = self.types.get(id(node))
+        if kind is None:
+            kind = self.types[id(node)] = getattr(self, "_" + node[0])(node, scope)
+        return kind
 
     def _lit(self, node: tuple, scope: Mapping) -> Any:
         return type_of_value(node[1]) if not isinstance(node[1], (bytes,)) else "bytes"
