@@ -293,7 +293,8 @@ PROBES = [
     "{?'a': x.?b, 'c': 1}", "[x.map(v, v), [1]]", "[1, true ? x : 1]", "[1, duration('1s')]",
     "[x.transformList(i, v, v), [1]]", "[x.a, x.b]", "[x[0], 1]", "[1, int(x)]", "[x.size(), 1]", "[x + 1, 1]",
     "['a', x ? 'b' : 'c']", "[duration('1s'), duration('2s')]", "[1, 1u]", "{1: 'a', 1u: 'b'}",
-    "string(null)", "int(null)", "bool(null)", "string(type(1))",
+    "string(null)", "int(null)", "bool(null)", "string(type(1))", "'%s'.format([{?'a': optional.of(1)}])",
+    "'%s'.format([[?optional.of(1)]])", "'%s'.format([{'a': optional.of(1)}])", "'%s'.format([{'a': 1}])",
     # constant arguments Kubernetes' validators check
     "'%s %d'.format(['a', 1])", "'%d'.format([x])", "'%d %d'.format([1])", "'%d'.format([1, 2])",
     "'%d'.format([2.0])", "'%s'.format([optional.of(1)])", "'%x'.format([b'a'])", "'%.2f'.format(['NaN'])",

@@ -265,6 +265,7 @@ def _unshowable(checker: Any, node: tuple, scope: Any) -> Optional[tuple]:
         return node, kind
     parts = node[1] if node[0] == "list" else [p for entry in node[1] for p in entry] if node[0] == "map" else ()
     for part in parts:
+        part = part[1] if part[0] == "optitem" else part  # `[?x]`, `{?k: v}`: Kubernetes looks at the optional
         found = _unshowable(checker, part, scope)
         if found:
             return found
