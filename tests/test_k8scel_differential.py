@@ -353,3 +353,57 @@ def test_aiadmit_rejects_what_kubernetes_rejects_but_its_declared_extensions(ora
     stale = [k for k in KNOWN_LENIENT if k not in known_used] + [
         r for r in EXTENSIONS.values() if r not in classes]
     assert not stale, f"no longer matched, remove: {stale}"
+
+
+# Generated corners: every pair of these atoms through every operator, literal and conversion.
+_ATOMS = ['1', '1u', '1.0', "'a'", "b'a'", 'true', 'null', 'x', 'x.y', '[1]', "['a']", '[]', '{}', "{'a': 1}", '[x]',
+          'dyn(1)', 'optional.of(1)', "duration('1s')", 'timestamp(0)', "quantity('1')", 'type(1)', "ip('1.2.3.4')",
+          '[1.0]', "{'a': x}", 'x.?y']
+_PAIRS = ("{a} == {b}", "{a} != {b}", "{a} in {b}", "{a} < {b}", "{a} + {b}", "{a} - {b}", "{a} * {b}", "[{a}, {b}]",
+          "{{'k': {a}, 'j': {b}}}", "true ? {a} : {b}", "{{{a}: 1, {b}: 2}}", "'%s %s'.format([{a}, {b}])")
+_ONES = ("size({a})", "int({a})", "uint({a})", "double({a})", "string({a})", "bool({a})", "bytes({a})",
+         "'%d'.format([{a}])", "'%f'.format([{a}])", "'%x'.format([{a}])", "'%b'.format([{a}])", "'%o'.format([{a}])",
+         "'%e'.format([{a}])", "'%s'.format([{a}])", "timestamp({a})", "{a}.getHours()", "sets.contains([{a}], [1])",
+         "[{a}].exists(v, v == 1)", "-{a}", "!{a}", "[?optional.of({a}), 1]", "{a}.indexOf('a')", "'abc'.indexOf({a})",
+         "[1, 2].indexOf({a})")
+# Where aiadmit may differ on them, by what its error or Kubernetes' says -> why.
+GENERATED_STRICTER = {
+    "cannot be a map key": "a map key of a type CEL has no keys of ({1.0: 1}, {[1]: 1}): always an error at run time "
+                           "in Kubernetes, a load error in aiadmit",
+    "applied to (null, null)": "null ordered or added to null (cel-go takes null as a timestamp or a duration): "
+                               "always an error at run time in Kubernetes, a load error in aiadmit",
+}
+GENERATED_LENIENT = {
+    "duration(": "aiadmit's checker does not type durations (dyn to it)",
+    "timestamp(": "aiadmit's checker does not type timestamps (dyn to it)",
+    "optional_type(": "aiadmit's optionals carry no type of their value",
+}
+
+
+def test_generated_corners_differ_from_kubernetes_only_where_listed(oracle):
+    import itertools
+
+    cases = [p.format(a=a, b=b) for a, b in itertools.product(_ATOMS, _ATOMS) for p in _PAIRS]
+    cases += [one.format(a=a) for a in _ATOMS for one in _ONES]
+    answers = oracle.ask([dict(expr=source, dynVars=["x"], eval=False) for source in cases])
+    stricter, lenient, unexplained = Counter(), Counter(), []
+    for source, answer in zip(cases, answers):
+        try:
+            Expression(source, declarations={"x": DYN})
+            error = None
+        except CelError as exc:
+            error = exc.message
+        if answer["compiled"] and error is not None:
+            reason = next((r for k, r in GENERATED_STRICTER.items() if k in error), None)
+            stricter[reason] += 1
+            if reason is None:
+                unexplained.append(f"stricter: {source} -- aiadmit: {error}")
+        elif not answer["compiled"] and error is None:
+            said = answer["error"].splitlines()[0]
+            reason = next((r for k, r in GENERATED_LENIENT.items() if k in source or k in said), None)
+            lenient[reason] += 1
+            if reason is None:
+                unexplained.append(f"lenient: {source} -- Kubernetes: {said}")
+    print(f"\ngenerated corners: {len(cases)}; aiadmit stricter {sum(stricter.values())} {dict(stricter)}, more "
+          f"lenient {sum(lenient.values())} {dict(lenient)}")
+    assert not unexplained, "\n".join(unexplained)

@@ -16,6 +16,10 @@ from webhook.cel import strictness as strict
 DYN = "dyn"
 _NUMERIC = frozenset({"int", "uint", "double"})
 _ORDERED = frozenset({"int", "uint", "double", "string", "bytes", "bool", "quantity"})
+# What an operator takes beside a dyn (timestamps and durations are dyn to the checker; null is assignable to them)
+_WITH_DYN = {**dict.fromkeys(("<", "<=", ">", ">="), _ORDERED | {"null"}),
+             "+": frozenset({"int", "uint", "double", "string", "bytes", "list", "null"}),
+             "-": _NUMERIC | {"null"}, "*": _NUMERIC, "/": _NUMERIC, "%": frozenset({"int", "uint"})}
 # Kubernetes' quantity has methods, not operators: "quantities <this>, not <op>"
 _QUANTITY_METHOD = {**dict.fromkeys(("<", "<=", ">", ">="), "compare with isLessThan/isGreaterThan/compareTo"),
                     **dict.fromkeys("+-", "add and subtract with add()/sub()"),
@@ -35,7 +39,7 @@ def binary(checker: Any, node: tuple, left: Any, right: Any) -> Any:
     mismatch = checker.fail(node, f"no matching overload for {op!r} applied to ({_show(left)}, {_show(right)})")
     base = strict._head
     if "quantity" in (left, right) and op != "in" and not (op in ("==", "!=") and {left, right} <= {
-            "quantity", DYN}):
+            "quantity", DYN, "null"}):
         raise checker.fail(node, f"quantities {_QUANTITY_METHOD[op]}, not {op} ({_show(left)}, {_show(right)})")
     if op in ("==", "!="):  # (A, A): no cross-type equality overload (`1 == 1.0` does not compile; dyn(1) == 1.0 does)
         if strict.unify(left, right) is None:
@@ -47,7 +51,10 @@ def binary(checker: Any, node: tuple, left: Any, right: Any) -> Any:
             raise mismatch
         return "bool"
     if DYN in (left, right):
-        return "bool" if op in ("<", "<=", ">", ">=") else (right if left == DYN else left)
+        other = right if left == DYN else left
+        if other != DYN and base(other) not in _WITH_DYN[op]:  # `[1] < x`, `'a' - x`: no overload takes it
+            raise mismatch
+        return "bool" if op in ("<", "<=", ">", ">=") else other
     if op in ("<", "<=", ">", ">="):
         a, b = base(left), base(right)
         if (a == b and a in _ORDERED) or {a, b} <= _NUMERIC:

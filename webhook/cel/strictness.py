@@ -52,6 +52,11 @@ def known(kind: Any) -> bool:
     return kind in _PRIMITIVE or isinstance(kind, tuple) or _struct(kind)
 
 
+def _typed(kind: Any) -> bool:
+    """A type the checker knows as Kubernetes does: not a dyn, not an aiadmit struct (a dyn in Kubernetes)."""
+    return kind != DYN and not _struct(kind)
+
+
 def unify(a: Any, b: Any) -> Optional[Any]:
     """The type both `a` and `b` are, as cel-go unifies a type parameter used twice; None when there is none."""
     if a == DYN:
@@ -63,7 +68,10 @@ def unify(a: Any, b: Any) -> Optional[Any]:
             return a if a.name == b.name else None
         other = b if _struct(a) else a
         return a if isinstance(other, tuple) and other[0] == "map" else None
-    if {a, b} == {"null", "optional"}:  # cel-go: null is assignable to an optional
+    if "null" in (a, b) and (a == b or not ({a, b} - {"null"}) <= _PRIMITIVE and not isinstance(a, tuple)
+                             and not isinstance(b, tuple) and not _struct(a) and not _struct(b)):
+        return a if b == "null" else b  # cel-go: null is assignable to an optional and to opaque types (net.IP)
+    if {a, b} == {"null", "optional"}:
         return "optional"
     if isinstance(a, tuple) or isinstance(b, tuple):
         if not (isinstance(a, tuple) and isinstance(b, tuple)) or a[0] != b[0] or len(a) != len(b):
@@ -86,7 +94,8 @@ def element(kind: Any) -> Any:
 _CONVERSION_ARGS = {
     "int": {"int", "uint", "double", "string"}, "uint": {"int", "uint", "double", "string"},
     "double": {"int", "uint", "double", "string"}, "bool": {"bool", "string"}, "bytes": {"bytes", "string"},
-    "string": {"int", "uint", "double", "bool", "string", "bytes"}, "timestamp": {"int", "string"},
+    "string": {"int", "uint", "double", "bool", "string", "bytes", "net.IP", "net.CIDR"},  # Kubernetes': string(ip)
+    "timestamp": {"int", "string"},
 }
 _TIME_ACCESSORS = frozenset({"getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek",
                              "getHours", "getMinutes", "getSeconds", "getMilliseconds"})
@@ -95,7 +104,8 @@ _TIME_ACCESSORS = frozenset({"getFullYear", "getMonth", "getDayOfYear", "getDayO
 def overload_problem(name: str, kinds: list, member: bool) -> Optional[str]:
     """Why cel-go has no overload of `name` for these argument types (receiver first), or None.
 
-    Only types the checker knows count (`known`): a dyn or an aiadmit-only type is left to run time."""
+    A dyn (a timestamp or a duration too, to the checker) and aiadmit's own structs are left to run time."""
+    known = _typed
     first = kinds[0] if kinds else DYN
     if first == "null" and name in ("int", "string", "timestamp", *_TIME_ACCESSORS):
         return None  # cel-go: null is assignable to a timestamp or a duration (int(null) compiles)
@@ -222,7 +232,7 @@ def format_problem(template: str, kinds: list, string_problem) -> Optional[tuple
             bad = string_problem(used)
             if bad is not None:
                 return bad[0], f"error during formatting: {words}, was given {_type_name(bad[1])}"
-        elif (known(kind) or kind in _TIME_TYPES.values()) and _head(kind) not in takes:
+        elif kind != DYN and not _struct(kind) and _head(kind) not in takes:
             return used, f"error during formatting: {words}, was given {_type_name(kind)}"
         used += 1
     if len(args) > used:
@@ -231,8 +241,8 @@ def format_problem(template: str, kinds: list, string_problem) -> Optional[tuple
 
 
 def shows(kind: Any) -> bool:
-    """Whether %s can show a value of this type (unknown types are left to run time)."""
-    return not known(kind) or _head(kind) in _VERBS["s"][1] or _struct(kind)
+    """Whether %s can show a value of this type (a dyn is left to run time; Kubernetes' own types it cannot)."""
+    return kind == DYN or _head(kind) in _VERBS["s"][1] or _struct(kind) or kind in _TIME_TYPES.values()
 
 
 def validate(checker: Any, name: str, arguments: tuple, scope: Any) -> None:
