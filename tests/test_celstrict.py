@@ -52,6 +52,11 @@ _ONE_TYPE = "(a list or map literal holds one type, as in Kubernetes: dyn(...) m
     ("'%d'.format([1, 2]) != ''", "[1, 2]", "too many arguments supplied to string.format (expected 1, got 2)"),
     ("'%a'.format([1]) != ''", "[1]", 'unrecognized formatting clause "a"'),
     ("'%d'.format([duration('1s')]) != ''", "duration", "was given google.protobuf.Duration"),
+    # timestamps and durations, typed as in cel-go
+    ("duration('1s') - timestamp(0) > duration('1s')", "- timestamp", "applied to (duration, timestamp)"),
+    ("size(duration('1s')) > 0", "size", "applied to (duration)"),
+    ("duration('1s').getFullYear() > 0", "getFullYear", "a timestamp's accessor"),
+    ("[1, duration('1s')].size() > 0", "duration", "expected type 'int' but found 'duration'"),
 ])
 def test_what_kubernetes_rejects_fails_the_load_at_its_place(source, at, message):
     with pytest.raises(CelError) as raised:
@@ -67,6 +72,9 @@ def test_what_kubernetes_rejects_fails_the_load_at_its_place(source, at, message
     "'%s %d'.format(['a', 1]) != ''", "'%s'.format([[1, 'a']]) != ''", "container.?name == null",
     "[?optional.of(1), 2].size() == 2", "duration('1h') == duration('60m')", "sign(quantity('1')) == 1",
     "[container.name, true ? container.image : 'x'].size() == 2", "string(null) == ''",
+    "timestamp(0) - timestamp(1) < duration('1s')", "timestamp(container.x) + duration('1h') > timestamp(0)",
+    "[duration('1s'), duration('2s')].sum() == duration('3s')", "duration('1s').getHours() == 0",
+    "timestamp(0).getHours('UTC') == 0", "duration(duration('1s')) == duration('1s')", "int(timestamp(0)) == 0",
 ])
 def test_what_kubernetes_compiles_still_loads(source):
     Expression(source, declarations=CONTAINER)

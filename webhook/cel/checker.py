@@ -330,6 +330,9 @@ class Checker:
                                   f"({', '.join(show(k) for k in kinds)}){': ' + problem if problem else ''}")
         if self.kubernetes:
             strict.validate(self, name, arguments, scope)
+        timed = strict.time_call(name, kinds, target is not None)
+        if timed is not None:
+            return timed
         if name in _CONVERSIONS and target is None and len(kinds) == 1:
             return SURE_DYN if name == "dyn" else _CONVERSIONS[name]
         if name in _STRING_METHODS and len(kinds) == 2:

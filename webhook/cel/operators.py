@@ -15,11 +15,15 @@ from webhook.cel import strictness as strict
 
 DYN = "dyn"
 _NUMERIC = frozenset({"int", "uint", "double"})
-_ORDERED = frozenset({"int", "uint", "double", "string", "bytes", "bool", "quantity"})
+_ORDERED = frozenset({"int", "uint", "double", "string", "bytes", "bool", "quantity", "timestamp", "duration"})
+_TIME = {("+", "timestamp", "duration"): "timestamp", ("+", "duration", "timestamp"): "timestamp",
+         ("+", "duration", "duration"): "duration", ("-", "timestamp", "timestamp"): "duration",
+         ("-", "timestamp", "duration"): "timestamp", ("-", "duration", "duration"): "duration"}
 # What an operator takes beside a dyn (timestamps and durations are dyn to the checker; null is assignable to them)
 _WITH_DYN = {**dict.fromkeys(("<", "<=", ">", ">="), _ORDERED | {"null"}),
-             "+": frozenset({"int", "uint", "double", "string", "bytes", "list", "null"}),
-             "-": _NUMERIC | {"null"}, "*": _NUMERIC, "/": _NUMERIC, "%": frozenset({"int", "uint"})}
+             "+": frozenset({"int", "uint", "double", "string", "bytes", "list", "null", "timestamp", "duration"}),
+             "-": _NUMERIC | {"null", "timestamp", "duration"}, "*": _NUMERIC, "/": _NUMERIC,
+             "%": frozenset({"int", "uint"})}
 # Kubernetes' quantity has methods, not operators: "quantities <this>, not <op>"
 _QUANTITY_METHOD = {**dict.fromkeys(("<", "<=", ">", ">="), "compare with isLessThan/isGreaterThan/compareTo"),
                     **dict.fromkeys("+-", "add and subtract with add()/sub()"),
@@ -60,10 +64,12 @@ def binary(checker: Any, node: tuple, left: Any, right: Any) -> Any:
         if (a == b and a in _ORDERED) or {a, b} <= _NUMERIC:
             return "bool"
         raise mismatch
+    if (op, left, right) in _TIME:  # timestamp + duration, timestamp - timestamp, ...
+        return _TIME[op, left, right]
     if base(left) != base(right):
         raise mismatch
     kind = base(left)
-    if op == "+" and kind in ("int", "uint", "double", "string", "bytes", "list"):
+    if op == "+" and kind in ("int", "uint", "double", "string", "bytes", "list"):  # (duration + duration: above)
         joined = strict.unify(left, right)
         if joined is None:  # list(A) + list(A)
             raise mismatch

@@ -92,13 +92,26 @@ def element(kind: Any) -> Any:
 
 # ---------------------------------------------------------------- cel-go's overloads
 _CONVERSION_ARGS = {
-    "int": {"int", "uint", "double", "string"}, "uint": {"int", "uint", "double", "string"},
+    "int": {"int", "uint", "double", "string", "timestamp", "duration"}, "uint": {"int", "uint", "double", "string"},
     "double": {"int", "uint", "double", "string"}, "bool": {"bool", "string"}, "bytes": {"bytes", "string"},
-    "string": {"int", "uint", "double", "bool", "string", "bytes", "net.IP", "net.CIDR"},  # Kubernetes': string(ip)
-    "timestamp": {"int", "string"},
+    "string": {"int", "uint", "double", "bool", "string", "bytes", "timestamp", "duration", "net.IP", "net.CIDR"},
+    "timestamp": {"int", "string", "timestamp"},  # string(ip), string(cidr): Kubernetes' overloads
 }
 _TIME_ACCESSORS = frozenset({"getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek",
                              "getHours", "getMinutes", "getSeconds", "getMilliseconds"})
+_DURATION_ACCESSORS = frozenset({"getHours", "getMinutes", "getSeconds", "getMilliseconds"})
+
+
+def time_call(name: str, kinds: list, member: bool) -> Optional[Any]:
+    """The type of a call on timestamps and durations, which the function table leaves untyped: timestamp() and
+    duration() give theirs, the accessors an int; None for any other call."""
+    if name == "timestamp" and not member and len(kinds) == 1 and kinds[0] in (DYN, name, "string", "int", "null"):
+        return name
+    if name == "duration" and not member and len(kinds) == 1 and kinds[0] in (DYN, name, "string", "null"):
+        return name
+    if name in _TIME_ACCESSORS and member and len(kinds) in (1, 2) and kinds[-1] in (DYN, "string", *kinds[:1]):
+        return "int"
+    return None
 
 
 def overload_problem(name: str, kinds: list, member: bool) -> Optional[str]:
@@ -114,8 +127,9 @@ def overload_problem(name: str, kinds: list, member: bool) -> Optional[str]:
     if name == "size" and len(kinds) == 1 and known(first) and first not in ("string", "bytes") \
             and _head(first) not in ("list", "map"):
         return ""
-    if name in _TIME_ACCESSORS and member and known(first):
-        return "a timestamp or a duration's accessor"
+    if name in _TIME_ACCESSORS and member and known(first) and not (
+            first == "timestamp" or (first == "duration" and name in _DURATION_ACCESSORS and len(kinds) == 1)):
+        return "a timestamp's accessor" if name not in _DURATION_ACCESSORS else "a timestamp or a duration's accessor"
     if name in ("indexOf", "lastIndexOf") and member:
         if first == "string" and any(known(k) and k != want for k, want in zip(kinds[1:], ("string", "int"))):
             return "a string's indexOf takes a string (and an int start)"
@@ -181,7 +195,8 @@ def constant_problem(name: str, value: Any, convert: Any) -> Optional[str]:
 # The format verbs and the types each takes (cel-go ext/formatting.go, stringFormatChecker)
 _VERBS = {
     "s": ("string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, "
-          "and timestamps", {"string", "bool", "bytes", "int", "uint", "double", "type", "null", "list", "map"}),
+          "and timestamps", {"string", "bool", "bytes", "int", "uint", "double", "type", "null", "list", "map",
+                             "timestamp", "duration"}),
     "d": ("decimal clause can only be used on integers", {"int", "uint"}),
     "o": ("octal clause can only be used on integers", {"int", "uint"}),
     "f": ("fixed-point clause can only be used on doubles", {"double", "string"}),
@@ -192,12 +207,12 @@ _VERBS = {
 _VERBS["X"] = _VERBS["x"]
 
 
-# The checker types no timestamps or durations (dyn to it); a format() argument written `duration(...)` is one
+# How cel-go names the two in format()'s errors
 _TIME_TYPES = {"duration": "google.protobuf.Duration", "timestamp": "google.protobuf.Timestamp"}
 
 
 def _type_name(kind: Any) -> str:
-    return "null_type" if kind == "null" else str(_head(kind))
+    return "null_type" if kind == "null" else _TIME_TYPES.get(kind) or str(_head(kind))
 
 
 def format_problem(template: str, kinds: list, string_problem) -> Optional[tuple[Any, str]]:
@@ -242,7 +257,7 @@ def format_problem(template: str, kinds: list, string_problem) -> Optional[tuple
 
 def shows(kind: Any) -> bool:
     """Whether %s can show a value of this type (a dyn is left to run time; Kubernetes' own types it cannot)."""
-    return kind == DYN or _head(kind) in _VERBS["s"][1] or _struct(kind) or kind in _TIME_TYPES.values()
+    return kind == DYN or _head(kind) in _VERBS["s"][1] or _struct(kind)
 
 
 def validate(checker: Any, name: str, arguments: tuple, scope: Any) -> None:
@@ -256,9 +271,7 @@ def validate(checker: Any, name: str, arguments: tuple, scope: Any) -> None:
         items = arguments[1][1]
         checker.exempt += 1  # the arguments of a format() call need not be homogeneous
         try:
-            found = format_problem(arguments[0][1], [_TIME_TYPES.get(item[1]) if item[0] == "call" and item[2] is None
-                                                     and item[1] in _TIME_TYPES else checker.check(item, scope)
-                                                     for item in items],
+            found = format_problem(arguments[0][1], [checker.check(item, scope) for item in items],
                                    lambda index: _unshowable(checker, items[index], scope))
         finally:
             checker.exempt -= 1
