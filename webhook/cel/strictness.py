@@ -48,11 +48,6 @@ def _head(kind: Any) -> Any:
 
 
 def known(kind: Any) -> bool:
-    """A type cel-go would infer the same way: a CEL primitive, a list or a map (aiadmit's structs are maps)."""
-    return kind in _PRIMITIVE or isinstance(kind, tuple) or _struct(kind)
-
-
-def _typed(kind: Any) -> bool:
     """A type the checker knows as Kubernetes does: not a dyn, not an aiadmit struct (a dyn in Kubernetes)."""
     return kind != DYN and not _struct(kind)
 
@@ -66,13 +61,12 @@ def unify(a: Any, b: Any) -> Optional[Any]:
     if _struct(a) or _struct(b):
         if _struct(a) and _struct(b):
             return a if a.name == b.name else None
-        other = b if _struct(a) else a
-        return a if isinstance(other, tuple) and other[0] == "map" else None
-    if "null" in (a, b) and (a == b or not ({a, b} - {"null"}) <= _PRIMITIVE and not isinstance(a, tuple)
-                             and not isinstance(b, tuple) and not _struct(a) and not _struct(b)):
-        return a if b == "null" else b  # cel-go: null is assignable to an optional and to opaque types (net.IP)
-    if {a, b} == {"null", "optional"}:
-        return "optional"
+        struct, other = (a, b) if _struct(a) else (b, a)
+        return struct if other == "null" or (isinstance(other, tuple) and other[0] == "map") else None
+    if "null" in (a, b):  # cel-go: null is assignable to an optional, a timestamp, a duration and opaque types
+        other = b if a == "null" else a
+        return other if other in ("null", "optional") or not (other in _PRIMITIVE or isinstance(other, tuple)) \
+            else None
     if isinstance(a, tuple) or isinstance(b, tuple):
         if not (isinstance(a, tuple) and isinstance(b, tuple)) or a[0] != b[0] or len(a) != len(b):
             return None
@@ -94,8 +88,9 @@ def element(kind: Any) -> Any:
 _CONVERSION_ARGS = {
     "int": {"int", "uint", "double", "string", "timestamp", "duration"}, "uint": {"int", "uint", "double", "string"},
     "double": {"int", "uint", "double", "string"}, "bool": {"bool", "string"}, "bytes": {"bytes", "string"},
+    # string(ip) and string(cidr) are Kubernetes' overloads
     "string": {"int", "uint", "double", "bool", "string", "bytes", "timestamp", "duration", "net.IP", "net.CIDR"},
-    "timestamp": {"int", "string", "timestamp"},  # string(ip), string(cidr): Kubernetes' overloads
+    "timestamp": {"int", "string", "timestamp"},
 }
 _TIME_ACCESSORS = frozenset({"getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek",
                              "getHours", "getMinutes", "getSeconds", "getMilliseconds"})
@@ -118,7 +113,6 @@ def overload_problem(name: str, kinds: list, member: bool) -> Optional[str]:
     """Why cel-go has no overload of `name` for these argument types (receiver first), or None.
 
     A dyn (a timestamp or a duration too, to the checker) and aiadmit's own structs are left to run time."""
-    known = _typed
     first = kinds[0] if kinds else DYN
     if first == "null" and name in ("int", "string", "timestamp", *_TIME_ACCESSORS):
         return None  # cel-go: null is assignable to a timestamp or a duration (int(null) compiles)
