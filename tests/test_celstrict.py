@@ -72,7 +72,8 @@ def test_what_kubernetes_rejects_fails_the_load_at_its_place(source, at, message
     "'%s %d'.format(['a', 1]) != ''", "'%s'.format([[1, 'a']]) != ''", "container.?name == null",
     "[?optional.of(1), 2].size() == 2", "duration('1h') == duration('60m')", "sign(quantity('1')) == 1",
     "[container.name, true ? container.image : 'x'].size() == 2", "string(null) == ''",
-    "workload != null", "ip('1.2.3.4') != null", "timestamp(0) - timestamp(1) < duration('1s')", "timestamp(container.x) + duration('1h') > timestamp(0)",
+    "workload != null", "ip('1.2.3.4') != null", "timestamp(0) - timestamp(1) < duration('1s')",
+    "timestamp(container.x) + duration('1h') > timestamp(0)",
     "[duration('1s'), duration('2s')].sum() == duration('3s')", "duration('1s').getHours() == 0",
     "timestamp(0).getHours('UTC') == 0", "duration(duration('1s')) == duration('1s')", "int(timestamp(0)) == 0",
 ])
