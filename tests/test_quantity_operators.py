@@ -45,7 +45,7 @@ def test_each_operator_on_a_quantity_fails_the_load_with_the_method_to_use(sourc
     ('quantity("1") == quantity("1000m")', True),   # Kubernetes' Quantity equality: by value
     ('quantity("1").add(quantity("500m")).isGreaterThan(quantity("1"))', True),
     ('quantity("2").add(1).asInteger() == 3', True),  # add(int) and sub(int): Kubernetes' int overloads
-    ('quantity("2").sub(3).sign() == -1', True),
+    ('sign(quantity("2").sub(3)) == -1', True),
     ('quantity("1Gi").asApproximateFloat() * 0.25 == 268435456.0', True),
     ('quantity(params.limit).isGreaterThan(quantity("1Gi"))', True),
 ])

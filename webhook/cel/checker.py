@@ -16,18 +16,15 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
+from webhook.cel import strictness as strict
+from webhook.cel.operators import binary
+from webhook.cel.strictness import SURE_DYN
 from webhook.cel.tree import depth, resolve
-from webhook.cel.parser import UInt
+from webhook.cel.constants import DYN, show, type_of_value
 
-DYN = "dyn"
 MAX_DEPTH = 120  # nesting of the tree: deeper would exhaust the checker's, compiler's or reference library's stack
 MAX_LENGTH = 100_000  # code points of one expression, as cel-go's default limit
 _NUMERIC = frozenset({"int", "uint", "double"})
-# Kubernetes' quantity has methods, not operators: "quantities <this>, not <op>"
-_QUANTITY_METHOD = {**dict.fromkeys(("<", "<=", ">", ">="), "compare with isLessThan/isGreaterThan/compareTo"),
-                    **dict.fromkeys("+-", "add and subtract with add()/sub()"),
-                    **dict.fromkeys("*/%", "have no arithmetic: use asApproximateFloat() or asInteger() and compute"),
-                    **dict.fromkeys(("==", "!="), "equal only quantities: use compareTo(...) == 0")}
 _MACROS = frozenset({"all", "exists", "exists_one", "existsOne", "map", "filter"})
 _CONVERSIONS = {"int": "int", "uint": "uint", "double": "double", "string": "string", "bytes": "bytes",
                 "bool": "bool", "dyn": DYN, "type": "type", "size": "int"}
@@ -62,34 +59,6 @@ class Struct:
         return self.name
 
 
-def show(kind: Any) -> str:
-    if isinstance(kind, tuple):
-        return f"{kind[0]}({', '.join(show(k) for k in kind[1:])})"
-    return str(kind)
-
-
-def type_of_value(value: Any) -> Any:
-    """The type of a constant (a parameter's value), as the checker sees it."""
-    if isinstance(value, bool):
-        return "bool"
-    if value is None:
-        return "null"
-    if isinstance(value, UInt):
-        return "uint"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        kinds = {show(type_of_value(v)): type_of_value(v) for v in value}
-        return ("list", next(iter(kinds.values())) if len(kinds) == 1 else DYN)
-    if isinstance(value, dict):
-        return ("map", "string", DYN)
-    return DYN
-
-
 def _accepts(kind: Any, wanted: str) -> bool:
     if kind == DYN or wanted == "any":
         return True
@@ -106,8 +75,10 @@ class Checker:
     """One check of one tree: `check()` answers its type and records the free variables it reads."""
 
     def __init__(self, positions: Mapping[int, int], declarations: Mapping[str, Any],
-                 functions: Mapping[str, Any], lenient: bool = False):
+                 functions: Mapping[str, Any], lenient: bool = False, kubernetes: bool = True):
         self.positions = positions
+        self.kubernetes = kubernetes  # Kubernetes' literal validators too (cel/strictness.py), not only cel-go's
+        self.exempt = 0  # inside a format() call: its literals need not be homogeneous
         self.declarations = declarations
         self.lenient = lenient  # every undeclared free name is a dyn variable (the API without a level)
         self.functions = functions
@@ -117,12 +88,18 @@ class Checker:
         self.named: set[str] = set()  # the policy variables read as `variables.NAME` / `variables["NAME"]` (or WHOLE)
         self.reference_only = False
         self.type: Any = DYN  # the checked expression's type
+        self.types: dict[int, Any] = {}  # id(node) -> its type, while the tree is alive
 
     def fail(self, node: tuple, message: str) -> CheckError:
         return CheckError(message, self.positions.get(id(node), 0))
 
     def check(self, node: tuple, scope: Mapping[str, Any] = {}) -> Any:  # noqa: B006 - never mutated
-        return getattr(self, "_" + node[0])(node, scope)
+        # Each node has one scope; the strictness checks look at a node's type again, and without this memo a
+        # nesting such as [?optional.of([?optional.of(...)])] would be checked 2^depth times.
+        kind = self.types.get(id(node))
+        if kind is None:
+            kind = self.types[id(node)] = getattr(self, "_" + node[0])(node, scope)
+        return kind
 
     def _lit(self, node: tuple, scope: Mapping) -> Any:
         return type_of_value(node[1]) if not isinstance(node[1], (bytes,)) else "bytes"
@@ -135,18 +112,19 @@ class Checker:
             self.named.add(WHOLE)
         if name in self.declarations:
             self.free.add(name)
-            return self.declarations[name]
+            kind = self.declarations[name]
+            return SURE_DYN if kind == DYN else kind
         if name in _TYPE_NAMES:
             return "type"
         if self.lenient:
             self.free.add(name)
-            return DYN
+            return SURE_DYN
         known = ", ".join(sorted(self.declarations))
         raise self.fail(node, f"undeclared reference to {name!r} (this rule's variables: {known})")
 
     def _field(self, node: tuple, operand: Any, field: str) -> Any:
         if operand == DYN:
-            return DYN
+            return operand  # a field of a sure dyn is a sure dyn
         if isinstance(operand, Struct):
             if field in operand.fields:
                 return operand.fields[field]
@@ -195,7 +173,7 @@ class Checker:
         operand = self._operand(node[1], scope, node[2][1] if node[2][0] == "lit" else None)
         key = self.check(node[2], scope)
         if operand == DYN:
-            return DYN
+            return operand
         if isinstance(operand, Struct):
             if node[2][0] == "lit" and type(node[2][1]) is str:
                 return self._field(node, operand, node[2][1])
@@ -245,16 +223,36 @@ class Checker:
     def _cond(self, node: tuple, scope: Mapping) -> Any:
         self._bool(node, self.check(node[1], scope), "?:")
         a, b = self.check(node[2], scope), self.check(node[3], scope)
+        if strict.unify(a, b) is None:
+            raise self.fail(node, f"no matching overload for '?:' applied to (bool, {show(a)}, {show(b)})")
+        if a is SURE_DYN or b is SURE_DYN:  # cel-go joins dyn and any type to dyn
+            return SURE_DYN
         return a if show(a) == show(b) else DYN
 
+    def _homogeneous(self, nodes: list, kinds: list) -> None:
+        if self.kubernetes and not self.exempt and (found := strict.mismatch(kinds)):
+            raise self.fail(nodes[found[0]], found[1])
+
+    def _held(self, node: tuple, scope: Mapping) -> Any:
+        """The type an optional holds, when it is written `optional.of(x)` (aiadmit's optionals are untyped)."""
+        if node[0] == "call" and node[1] in ("optional.of", "optional.ofNonZeroValue") and len(node[3]) == 1:
+            return self.check(node[3][0], scope)
+        if node[0] in ("optselect", "optindex") and self.check(node[1], scope) is SURE_DYN:
+            return SURE_DYN  # x.?f of a dyn x holds a dyn
+        return DYN
+
     def _list(self, node: tuple, scope: Mapping) -> Any:
-        kinds = {show(k): k for k in (self.check(item, scope) for item in node[1])}
+        found = [self.check(item, scope) for item in node[1]]
+        self._homogeneous(node[1], [self._held(item[1], scope) if item[0] == "optitem" else k
+                                    for item, k in zip(node[1], found)])
+        kinds = {show(k): k for k in found}
         return ("list", next(iter(kinds.values())) if len(kinds) == 1 else DYN)
 
     def _map(self, node: tuple, scope: Mapping) -> Any:
-        keys, values = {}, {}
+        keys, values, order = {}, {}, []
         for key, value in node[1]:
-            if key[0] == "optitem":  # `{?k: v}`: v is the optional
+            optional = key[0] == "optitem"
+            if optional:  # `{?k: v}`: v is the optional
                 key = key[1]
                 if self.check(value, scope) not in (DYN, "optional"):
                     raise self.fail(value, "`?` takes an optional value")
@@ -264,47 +262,14 @@ class Checker:
             keys[show(kind)] = kind
             kinds = self.check(value, scope)
             values[show(kinds)] = kinds
+            order += [(key, kind), (value, self._held(value, scope) if optional else kinds)]
+        for part in (0, 1):  # keys, then values: Kubernetes' homogeneous map literals
+            self._homogeneous([n for n, _ in order[part::2]], [k for _, k in order[part::2]])
         one = lambda found: next(iter(found.values())) if len(found) == 1 else DYN  # noqa: E731
         return ("map", one(keys), one(values))
 
     def _binary(self, node: tuple, scope: Mapping) -> Any:
-        _, op, left_node, right_node = node
-        left, right = self.check(left_node, scope), self.check(right_node, scope)
-        mismatch = self.fail(node, f"no matching overload for {op!r} applied to ({show(left)}, {show(right)})")
-        base = lambda k: k[0] if isinstance(k, tuple) else ("map" if isinstance(k, Struct) else k)  # noqa: E731
-        if "quantity" in (left, right) and op != "in" and not (op in ("==", "!=") and {left, right} <= {
-                "quantity", DYN}):
-            raise self.fail(node, f"quantities {_QUANTITY_METHOD[op]}, not {op} ({show(left)}, {show(right)})")
-        if op in ("==", "!="):
-            a, b = base(left), base(right)
-            comparable = {a, b} <= _NUMERIC or a == b or DYN in (a, b) or "null" in (a, b) \
-                or "optional" in (a, b)
-            if not comparable:
-                raise mismatch
-            return "bool"
-        if op == "in":
-            if base(right) not in (DYN, "list", "map"):
-                raise mismatch
-            return "bool"
-        if DYN in (left, right):
-            return "bool" if op in ("<", "<=", ">", ">=") else (right if left == DYN else left)
-        if op in ("<", "<=", ">", ">="):
-            a, b = base(left), base(right)
-            if a == b and a in ("int", "uint", "double", "string", "bytes", "bool", "quantity"):
-                return "bool"
-            if {a, b} <= _NUMERIC:
-                return "bool"
-            raise mismatch
-        if base(left) != base(right):
-            raise mismatch
-        kind = base(left)
-        if op == "+" and kind in ("int", "uint", "double", "string", "bytes", "list"):
-            return left if show(left) == show(right) or kind != "list" else ("list", DYN)
-        if op in ("-", "*", "/") and kind in _NUMERIC:
-            return left
-        if op == "%" and kind in ("int", "uint"):
-            return left
-        raise mismatch
+        return binary(self, node, self.check(node[2], scope), self.check(node[3], scope))
 
     def _call(self, node: tuple, scope: Mapping) -> Any:
         _, name, target, args = node
@@ -333,12 +298,26 @@ class Checker:
                 raise self.fail(node, "cel.bind() takes a name, a value and an expression")
             bound = self.check(args[1], scope)
             return self.check(args[2], dict(scope, **{args[0][1]: bound}))
-        kinds = [self.check(argument, scope) for argument in ((target,) if target is not None else ()) + args]
+        arguments = ((target,) if target is not None else ()) + args
+        self.exempt += name == "format"
+        try:
+            kinds = [self.check(argument, scope) for argument in arguments]
+        finally:
+            self.exempt -= name == "format"
         if name in REFERENCE_ONLY:
             self.reference_only = True
             return DYN
+        problem = strict.overload_problem(name, kinds, target is not None)
+        if problem is not None:
+            raise self.fail(node, f"no matching overload for {name}() applied to "
+                                  f"({', '.join(show(k) for k in kinds)}){': ' + problem if problem else ''}")
+        if self.kubernetes:
+            strict.validate(self, name, arguments, scope)
+        timed = strict.time_call(name, kinds, target is not None)
+        if timed is not None:
+            return timed
         if name in _CONVERSIONS and target is None and len(kinds) == 1:
-            return _CONVERSIONS[name]
+            return SURE_DYN if name == "dyn" else _CONVERSIONS[name]
         if name in _STRING_METHODS and len(kinds) == 2:
             for argument, kind in zip(((target,) if target is not None else ()) + args, kinds):
                 if kind not in (DYN, "string"):
@@ -377,7 +356,7 @@ class Checker:
     def _macro(self, node: tuple, name: str, target: tuple, args: tuple, scope: Mapping) -> Any:
         over = self.check(target, scope)
         if over == DYN or over == "optional":
-            element, key = DYN, DYN
+            element, key = (over, over) if over == DYN else (DYN, DYN)
         elif isinstance(over, tuple) and over[0] == "list":
             element, key = over[1], "int"
         elif isinstance(over, tuple) and over[0] == "map":
@@ -409,11 +388,12 @@ class Checker:
 
 
 def check(tree: tuple, positions: Mapping[int, int], declarations: Optional[Mapping[str, Any]],
-          functions: Mapping[str, Any], lenient: bool = False) -> Checker:
+          functions: Mapping[str, Any], lenient: bool = False, kubernetes: bool = True) -> Checker:
     """Check a parsed tree; CheckError (with the offset) on the first problem. The Checker says what it read."""
     if depth(tree) > MAX_DEPTH:
         raise CheckError(f"expression nested deeper than {MAX_DEPTH} levels: split it (variables, or several rules)",
                          0)
-    checker = Checker(positions, declarations or {}, functions, lenient)
-    checker.type = checker.check(tree)
+    checker = Checker(positions, declarations or {}, functions, lenient, kubernetes)
+    kind = checker.check(tree)
+    checker.type = strict.plain(kind)  # as a recorded check gives it
     return checker

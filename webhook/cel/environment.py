@@ -197,12 +197,14 @@ def params_type(params: Mapping[str, Any]) -> Struct:
 
 
 def checked(source: str, params: Optional[dict], declarations: Optional[Mapping[str, Any]],
-            limits: Optional[costs.Limits] = None) -> tuple[frozenset, bool, Any, frozenset]:
+            limits: Optional[costs.Limits] = None, kubernetes: bool = True) -> tuple[frozenset, bool, Any, frozenset]:
     """Parse, check and cost `source` as written: (the variables it reads, whether it needs the reference library,
     its type as the checker found it, the policy variables it reads by name: `variables.NAME`, or "*" (checker.WHOLE)
     when it reads `variables` whole).
 
-    Raises CelError with the offset in `source`. `declarations` None: every free name is a dyn variable."""
+    Raises CelError with the offset in `source`. `declarations` None: every free name is a dyn variable.
+    `kubernetes` False: cel-go's checker only, without Kubernetes' literal validators (cel/strictness.py), as the
+    CEL conformance suite is written for; every policy is checked with them."""
     if len(source) > MAX_LENGTH:
         raise CelError(f"expression longer than {MAX_LENGTH} characters", 0)
     try:
@@ -214,7 +216,7 @@ def checked(source: str, params: Optional[dict], declarations: Optional[Mapping[
     if params is not None:
         declarations["params"] = params_type(params)
     try:
-        checker = check(tree, positions, declarations, LIBRARY, lenient)
+        checker = check(tree, positions, declarations, LIBRARY, lenient, kubernetes)
         kind = checker.type
         costs.estimate(tree, positions, params or {}, limits)
     except CheckError as exc:
@@ -233,13 +235,16 @@ class Expression:
     __slots__ = ("source", "compiled", "_program", "variables", "_memo", "reference", "type", "inline", "named")
 
     def __init__(self, source: str, params: dict | None = None, memo: Any = None,
-                 declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None):
+                 declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None,
+                 kubernetes: bool = True):
         """`declarations` maps each variable the rule's level binds to its type (None: any name, as dyn);
         `memo` (duck-typed: language/checks.py `Checks`) may answer the check, `checked(source, params,
-        declarations, limits, checked)`, and Python's compile: `compile(python, filename)`."""
+        declarations, limits, checked)`, and Python's compile: `compile(python, filename)`; `kubernetes` False
+        leaves out Kubernetes' literal validators (`checked`), and the memo's record, which holds checks with them."""
         self.source = source
-        recorded = getattr(memo, "checked", None)  # the bundle's record may answer (language/checks.py)
-        variables, self.reference, self.type, self.named = (checked(source, params, declarations, limits) if recorded is None
+        recorded = getattr(memo, "checked", None) if kubernetes else None  # the bundle's record (language/checks.py)
+        variables, self.reference, self.type, self.named = (checked(source, params, declarations, limits, kubernetes)
+                                                            if recorded is None
                                                 else recorded(source, params, declarations, limits, checked))
         if params is not None:
             try:

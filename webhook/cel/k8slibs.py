@@ -71,7 +71,7 @@ def _element(kinds: list) -> Any:
 
 def _summable(kinds: list, member: bool) -> Any:
     element = _element(kinds)
-    if element is not None and element not in ("int", "uint", "double", "quantity"):  # quantity: aiadmit's double
+    if element is not None and element not in ("int", "uint", "double", "duration", "quantity"):  # quantity: a double
         return "sum() takes a list of int, uint, double or duration"
     return None
 

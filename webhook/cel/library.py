@@ -289,10 +289,9 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
        True),
     _f("asInteger", "kubernetes", (("quantity",),), "int", _as_integer, True),
     _f("isInteger", "kubernetes", (("quantity",),), "bool", _is_integer, True),
-    # Kubernetes' `sign` is a global function, sign(q) (k8s.io/apiserver cel/library/quantity.go); the method
-    # spelling is kept for the policies that use it, but a ValidatingAdmissionPolicy rejects it.
-    _f("sign", "kubernetes", (("quantity",),), "int", _sign, None,
-       "as a function (Kubernetes); `q.sign()` is the aiadmit spelling"),
+    # Kubernetes' `sign` is a global function only, sign(q) (k8s.io/apiserver cel/library/quantity.go): its
+    # compiler has no `q.sign()`, so neither has aiadmit's
+    _f("sign", "kubernetes", (("quantity",),), "int", _sign, False, "a function, `sign(q)`, as in Kubernetes"),
     _f("add", "kubernetes", (("quantity", "quantity"), ("quantity", "int")), "quantity",
        lambda a, b: kq.add(_q(a, "add"), _operand(b, "add")), True),
     _f("sub", "kubernetes", (("quantity", "quantity"), ("quantity", "int")), "quantity",
