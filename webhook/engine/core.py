@@ -187,6 +187,22 @@ class Engine:
             bind_variables(context, policy)
         target = container.obj if container else (template.spec if template else scope.resource.obj)
         for rule in rules:
+            if rule.simple:
+                # No cluster fact and a CEL expression: the `when` and the expression in a row, one error path
+                # (the same finding _run_rule gives), and each program called straight, without Expression.run.
+                try:
+                    when = rule.when
+                    if when is not None and (when._program or when.program).execute(context) is not True:
+                        continue
+                    expression = rule.expression
+                    if (expression._program or expression.program).execute(context) is True:
+                        continue
+                except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
+                    self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
+                              where(base, container, rule.path))
+                    continue
+                self._add(scope, policy, rule, "fail", rule.message.render(context), where(base, container, rule.path))
+                continue
             self._run_rule(context, scope, policy, rule, base, container, target)
 
     def _run_rule(self, context: Activation, scope: Scope, policy: Policy, rule: Rule, base: str,
