@@ -197,6 +197,9 @@ def _count(obj: Any, base: str, rel: Optional[str], default: int = 1) -> int:
     return value
 
 
+_NO_RENAME: dict = {}  # shared by the containers of pod specs, which rename nothing; never written to
+
+
 def _locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], dropped: set[str],
             tick: Callable[[], None]) -> list[PodTemplate]:
     obj = resource.obj
@@ -226,23 +229,30 @@ def _locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], droppe
             containers = []
             if pod_spec is not None:
                 for section in ("initContainers", "containers", "ephemeralContainers"):
+                    items = pod_spec.get(section)
+                    if items is None:
+                        continue
                     try:
-                        items = check_list_of_maps(pod_spec.get(section), f"{spec_pointer}/{section}", section)
+                        check_list_of_maps(items, f"{spec_pointer}/{section}", section)
                     except ShapeError as exc:
                         errors.append(exc)
                         continue
+                    at = f"{spec_pointer}/{section}/"
                     for position, item in enumerate(items):
                         if not position % 256:
                             tick()
-                        pointer = f"{spec_pointer}/{section}/{position}"
-                        view = readable(item, pointer, {}, errors, dropped)
-                        containers.append(Container(view, pointer, section,
-                                                    injected=injected(spec.injects, section, position, view)))
-                try:
-                    check_list_of_maps(pod_spec.get("volumes"), f"{spec_pointer}/volumes", "volumes")
-                except ShapeError as exc:
-                    errors.append(exc)
-                    pod_spec = {k: v for k, v in pod_spec.items() if k != "volumes"}
+                        pointer = at + str(position)
+                        view = readable(item, pointer, _NO_RENAME, errors, dropped)
+                        containers.append(Container(view, pointer, section, _NO_RENAME,
+                                                    injected(spec.injects, section, position, view)
+                                                    if spec.injects else []))
+                volumes = pod_spec.get("volumes")
+                if volumes is not None:
+                    try:
+                        check_list_of_maps(volumes, f"{spec_pointer}/volumes", "volumes")
+                    except ShapeError as exc:
+                        errors.append(exc)
+                        pod_spec = {k: v for k, v in pod_spec.items() if k != "volumes"}
             rename = dict(spec.rename)
             for extra in spec.containers:
                 pointer = jp.relative(base, extra)
