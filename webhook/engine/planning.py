@@ -8,7 +8,7 @@ whether its template has a pod spec: planned once per engine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from webhook.k8s.workload import Container, PodTemplate
@@ -20,42 +20,52 @@ class Plan:
     """What one policy runs at one level (object, pod, container) for resources of given classes.
 
     `rules` may apply there; `guarded`: some of them start with a has() test the engine makes in Python first.
+    `checks` are the distinct (variable, field path) those tests read, each tested once per run however many rules
+    share it; `chosen` remembers, for each outcome of them (a bit mask), which rules it leaves.
     """
 
     rules: tuple
     guarded: bool
+    checks: tuple = ()
+    needs: tuple = ()  # per rule, the bit mask of the checks it requires
+    chosen: dict = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, policy: Policy, level: str, classes: frozenset, has_spec: bool) -> "Plan":
         rules = tuple(rule for rule in policy.rules
                       if rule.target == level and not (rule.classes and not rule.classes <= classes)
                       and not (rule.needs_pod and not has_spec))
-        return cls(rules=rules, guarded=any(rule.presence for rule in rules))
+        checks = tuple(dict.fromkeys(check for rule in rules for check in rule.presence))
+        needs = tuple(sum(1 << checks.index(check) for check in set(rule.presence)) for rule in rules)
+        return cls(rules=rules, guarded=bool(checks), checks=checks, needs=needs)
 
     def active(self, obj: dict, template: Optional[PodTemplate], container: Optional[Container]) -> tuple:
         """The rules whose has() guards hold on this object."""
         if not self.guarded:
             return self.rules
-        return tuple(rule for rule in self.rules
-                     if not (rule.presence and not present(rule.presence, obj, template, container)))
-
-
-def present(presence: tuple, obj: dict, template: Optional[PodTemplate], container: Optional[Container]) -> bool:
-    """Whether every (variable, field path) exists, as CEL's has() would see it."""
-    for variable, path in presence:
-        if variable == "container":
-            node = container.obj if container else None
-        elif variable == "pod":
-            node = template.spec if template else None
-        elif variable == "podMeta":
-            node = template.metadata if template else None
-        else:
-            node = obj
-        for name in path:
-            if not isinstance(node, dict) or name not in node:
-                return False
-            node = node[name]
-    return True
+        held, bit = 0, 1
+        for variable, path in self.checks:
+            if variable == "container":
+                node = container.obj if container else None
+            elif variable == "pod":
+                node = template.spec if template else None
+            elif variable == "podMeta":
+                node = template.metadata if template else None
+            else:
+                node = obj
+            for name in path:
+                if not isinstance(node, dict) or name not in node:
+                    break
+                node = node[name]
+            else:
+                held |= bit
+            bit <<= 1
+        found = self.chosen.get(held)
+        if found is None:
+            found = tuple(rule for rule, need in zip(self.rules, self.needs) if need & held == need)
+            if len(self.chosen) < 256:  # bounded: a policy with many guards has few outcomes that occur
+                self.chosen[held] = found
+        return found
 
 
 def missing_facts(rule: Rule, cluster: Optional[dict]) -> list[str]:
