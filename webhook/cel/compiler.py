@@ -27,6 +27,7 @@ from functools import lru_cache
 from typing import Any, Callable, Mapping, Optional
 
 from webhook.cel import conversions as cv
+from webhook.cel import fastpaths
 from webhook.cel import runtime as rt
 from webhook.cel.comprehensions import Comprehensions
 from webhook.cel.folding import fold
@@ -98,7 +99,7 @@ def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = 
         "    except Exception as _exc:",
         "        raise _translate(_exc, A, _FREE) from None",
     ])
-    namespace = dict(_HELPERS, **generator.constants, _FREE=free)
+    namespace = dict(_HELPERS, **fastpaths.NAMESPACE, **generator.constants, _FREE=free)
     try:
         filename = f"<cel {source[:60]!r}>"
         code = cache.compile(python, filename) if cache is not None else compile(python, filename, "exec")
@@ -282,7 +283,8 @@ class _Generator(Comprehensions):
                 if this[0] == "lit" and type(this[1]) is str:  # `x == "Memory"`: the common case, inline
                     test = f"(type({that}) is str and {that} == {this[1]!r})"
                     return test if op == "==" else f"(not {test})"
-            test = f"_eq({left}, {right})"
+            test = fastpaths.equals(left, right, _literal_type(right_node)) or \
+                fastpaths.equals(right, left, _literal_type(left_node)) or f"_eq({left}, {right})"
             return test if op == "==" else f"(not {test})"
         if op in ("<", "<=", ">", ">="):
             kinds = (_literal_type(left_node), _literal_type(right_node))
@@ -303,7 +305,7 @@ class _Generator(Comprehensions):
             checks = [f"type({right}) is dict"] + ([] if _literal_type(left_node) is str else [f"type({left}) is str"])
             return f"(({left} in {right}) if {' and '.join(checks)} else _in({right}, {left}))"
         if op == "+":
-            return f"_add({left}, {right})"
+            return fastpaths.add(left, right, self.name("s"))
         if op == "*":
             checks = [f"type({text}) is float" for text, operand in ((left, left_node), (right, right_node))
                       if _literal_type(operand) is not float]
@@ -406,4 +408,4 @@ class _Generator(Comprehensions):
         else:
             raise Unsupported(f"function {name!r}")
         values = [self.atom(argument, out, indent, scope) for argument in arguments]
-        return f"{self.constant(function)}({', '.join(values)})"
+        return fastpaths.call(name, function, values, self.constant) or f"{self.constant(function)}({', '.join(values)})"
