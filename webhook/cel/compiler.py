@@ -263,8 +263,9 @@ class _Generator(Comprehensions):
         path = self._path(node, out, indent, scope)
         if path is not None:
             return path
-        operand = self.atom(node[1], out, indent, scope)
-        return f"_idx({operand}, {self.atom(node[2], out, indent, scope)})"
+        operand, key = self.atom(node[1], out, indent, scope), self.atom(node[2], out, indent, scope)
+        return f"({operand}[{key}] if type({operand}) is dict and type({key}) is str and {key} in {operand} " \
+               f"else _idx({operand}, {key}))"  # a map's present string key inline, as runtime.index reads it
 
     # operators
     def _not(self, node: tuple, out: list, indent: str, scope: dict) -> str:
@@ -302,7 +303,9 @@ class _Generator(Comprehensions):
             test = f"({left} {op} {right})" if nan is None else f"({left} {op} {right} or (({nan}) and _unordered()))"
             return f"({test} if {check} else _less({left}, {right}, {op!r}))"
         if op == "in":
-            checks = [f"type({right}) is dict"] + ([] if _literal_type(left_node) is str else [f"type({left}) is str"])
+            # a str in a map or a list: what runtime.contains does for it, inline
+            checks = [f"(type({right}) is dict or type({right}) is list)"] + \
+                ([] if _literal_type(left_node) is str else [f"type({left}) is str"])
             return f"(({left} in {right}) if {' and '.join(checks)} else _in({right}, {left}))"
         if op == "+":
             return fastpaths.add(left, right, self.name("s"))
