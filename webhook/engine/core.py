@@ -51,6 +51,7 @@ class Engine:
                            and any(r.target == "pod" for r in p.rules)}
         self._candidates: dict[tuple, tuple[Policy, ...]] = {}
         self._plans: dict[tuple, Plan] = {}  # (policy, level, classes, has pod spec) -> what runs there
+        self._layouts: dict[tuple, tuple] = {}  # (chosen policy ids, classes) -> their plans by level (_layout)
         self.generation = 0
         kind_table()  # read now, so that forked workers and every review share the one table
 
@@ -140,39 +141,55 @@ class Engine:
             return scope.evaluation
         context = new_context()
         scope.chosen = tuple(chosen)
-        by_target: dict[str, list[Policy]] = {"object": [], "pod": [], "container": []}
-        for policy in chosen:
-            by_target[policy.target].append(policy)
-            if policy.id in self._pod_rules:  # a container policy with rules about the whole pod
-                by_target["pod"].append(policy)
-        for policy in by_target["object"]:
-            check_deadline(deadline)
-            self._run(context, scope, policy, "", None, None)
-        if scope.workload is not None and (by_target["pod"] or by_target["container"]):
+        objects, pods, containers = self._layout(scope.evaluation.policies, scope.evaluation.classes, chosen)
+        for policy, plan in objects:
+            if deadline is not None:
+                check_deadline(deadline)
+            self._run(context, scope, policy, plan, "", None, None)
+        if scope.workload is not None and (pods or containers):
             for position, template in enumerate(scope.workload.templates):
-                for policy in by_target["pod"]:
-                    if template.spec is not None:
-                        check_deadline(deadline)
-                        self._run(context, scope, policy, template.spec_pointer, template, None, position)
-                for container in template.containers:
-                    for policy in by_target["container"]:
-                        if policy.takes(container):
+                has_spec = template.spec is not None
+                if has_spec:
+                    for policy, plan in pods:
+                        if deadline is not None:
                             check_deadline(deadline)
-                            self._run(context, scope, policy, container.pointer, template, container, position)
+                        self._run(context, scope, policy, plan, template.spec_pointer, template, None, position)
+                for container in template.containers:
+                    for policy, with_spec, without_spec in containers:
+                        if policy.takes(container):
+                            if deadline is not None:
+                                check_deadline(deadline)
+                            self._run(context, scope, policy, with_spec if has_spec else without_spec,
+                                      container.pointer, template, container, position)
         return scope.evaluation
 
-    def _rules(self, policy: Policy, scope: Scope, template: Optional[PodTemplate],
-               container: Optional[Container]) -> tuple:
-        key = (policy.id, "container" if container else ("pod" if template else "object"), scope.evaluation.classes,
-               template is not None and template.spec is not None)
+    def _layout(self, ids: tuple, classes: frozenset, chosen: list) -> tuple:
+        """The chosen policies by level, each with its plan there: (object, plan), (pod, plan for a template with a
+        pod spec), (container, plan with a pod spec, plan without). Depends only on which policies were chosen and
+        the classes, so it is made once per such pair, not per resource."""
+        key = (ids, classes)
+        layout = self._layouts.get(key)
+        if layout is None:
+            objects = tuple((p, self._plan(p, "object", classes, False)) for p in chosen if p.target == "object")
+            pods = tuple((p, self._plan(p, "pod", classes, True)) for p in chosen
+                         if p.target == "pod" or p.id in self._pod_rules)  # a container policy's pod rules too
+            containers = tuple((p, self._plan(p, "container", classes, True), self._plan(p, "container", classes, False))
+                               for p in chosen if p.target == "container")
+            layout = (objects, pods, containers)
+            if len(self._layouts) < 4096:
+                self._layouts[key] = layout
+        return layout
+
+    def _plan(self, policy: Policy, level: str, classes: frozenset, has_spec: bool) -> Plan:
+        key = (policy.id, level, classes, has_spec)
         plan = self._plans.get(key)
         if plan is None:  # what does not depend on the object's fields: the same for every resource of its classes
-            plan = self._plans[key] = Plan.of(policy, *key[1:])
-        return plan.active(scope.resource.obj, template, container)
+            plan = self._plans[key] = Plan.of(policy, level, classes, has_spec)
+        return plan
 
-    def _run(self, context: Activation, scope: Scope, policy: Policy, base: str, template: Optional[PodTemplate],
-             container: Optional[Container], position: Optional[int] = None) -> None:
-        rules = self._rules(policy, scope, template, container)
+    def _run(self, context: Activation, scope: Scope, policy: Policy, plan: Plan, base: str,
+             template: Optional[PodTemplate], container: Optional[Container], position: Optional[int] = None) -> None:
+        rules = plan.active(scope.resource.obj, template, container)
         if not rules:
             return
         classification = self.config.classification
