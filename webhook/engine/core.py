@@ -22,6 +22,7 @@ from webhook.engine.binding import Scope, bind_resource, bind_variables, enter
 from webhook.engine.deadline import BudgetExceeded, check_deadline, copy_json
 from webhook.engine.enforcement import Enforcement
 from webhook.engine.planning import Plan, missing_facts, where
+from webhook.k8s.selectors import selector_matches
 from webhook.k8s.workload import Container, PodTemplate, ShapeError, no_tick, build_workload, kind_table
 from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.language.checks import Checks
@@ -51,6 +52,7 @@ class Engine:
                            and any(r.target == "pod" for r in p.rules)}
         self._candidates: dict[tuple, tuple[Policy, ...]] = {}
         self._plans: dict[tuple, Plan] = {}  # (policy, level, classes, has pod spec) -> what runs there
+        self._places: dict[tuple, tuple] = {}  # (kind, classes, namespace) -> the candidates placed there (_placed)
         self._layouts: dict[tuple, tuple] = {}  # (chosen policy ids, classes) -> their plans by level (_layout)
         self.generation = 0
         kind_table()  # read now, so that forked workers and every review share the one table
@@ -93,6 +95,20 @@ class Engine:
             self._candidates[key] = found
         return found
 
+    def _placed(self, kind: str, classes: frozenset, namespace: str) -> tuple:
+        """The candidates that apply in this namespace, each with whether its label selector is still to be matched
+        and whether an exception or an exemption annotation could cover it here (else `exempt` is not asked)."""
+        key = (kind, classes, namespace)
+        found = self._places.get(key)
+        if found is None:
+            exemptable = self.config.annotation_exemptable
+            found = tuple((p, p.match.selector is not None,
+                           bool(self.enforcement.exceptions_for(p.id, namespace)) or p.id in exemptable)
+                          for p in self.candidates(kind, classes) if p.match.admits_namespace(namespace))
+            if len(self._places) < 65536:
+                self._places[key] = found
+        return found
+
     def scope(self, resource: Resource, facts: Optional[ClusterFacts],
               deadline: Optional[float] = None) -> tuple[Scope, list[Policy]]:
         """The resource's workload and classes, and the policies that apply to it (not exempt, in its place)."""
@@ -124,9 +140,9 @@ class Engine:
         evaluation.classes = classes
         scope.ceiling = (namespace_labels or {}).get(self.config.enforcement_label)
         labels = resource.labels
-        chosen = [p for p in self.candidates(resource.kind, classes)
-                  if p.match.admits_place(resource.namespace, labels)
-                  and not self.enforcement.exempt(p.id, resource, evaluation)]
+        chosen = [p for p, selective, exemptable in self._placed(resource.kind, classes, resource.namespace)
+                  if not (selective and not selector_matches(p.match.selector, labels))
+                  and not (exemptable and self.enforcement.exempt(p.id, resource, evaluation))]
         evaluation.evaluated = bool(chosen) or scope.workload is not None
         evaluation.policies = tuple(p.id for p in chosen)
         return scope, chosen
