@@ -18,7 +18,7 @@ from typing import Any, Iterable, Optional
 
 from webhook.cel.environment import Activation, new_context
 from webhook.engine import mutation
-from webhook.engine.binding import Scope, bind_resource, bind_variables, enter
+from webhook.engine.binding import Scope, bind_resource, bind_variables, enter, policy_reads
 from webhook.engine.deadline import BudgetExceeded, check_deadline, copy_json
 from webhook.engine.enforcement import Enforcement
 from webhook.engine.planning import Plan, missing_facts, where
@@ -157,7 +157,8 @@ class Engine:
             return scope.evaluation
         context = new_context()
         scope.chosen = tuple(chosen)
-        objects, pods, containers = self._layout(scope.evaluation.policies, scope.evaluation.classes, chosen)
+        objects, pods, containers, scope.reads = self._layout(scope.evaluation.policies, scope.evaluation.classes,
+                                                              chosen)
         for policy, plan in objects:
             if deadline is not None:
                 check_deadline(deadline)
@@ -181,7 +182,8 @@ class Engine:
 
     def _layout(self, ids: tuple, classes: frozenset, chosen: list) -> tuple:
         """The chosen policies by level, each with its plan there: (object, plan), (pod, plan for a template with a
-        pod spec), (container, plan with a pod spec, plan without). Depends only on which policies were chosen and
+        pod spec), (container, plan with a pod spec, plan without); and what they read (binding.policy_reads).
+        Depends only on which policies were chosen and
         the classes, so it is made once per such pair, not per resource."""
         key = (ids, classes)
         layout = self._layouts.get(key)
@@ -191,7 +193,7 @@ class Engine:
                          if p.target == "pod" or p.id in self._pod_rules)  # a container policy's pod rules too
             containers = tuple((p, self._plan(p, "container", classes, True), self._plan(p, "container", classes, False))
                                for p in chosen if p.target == "container")
-            layout = (objects, pods, containers)
+            layout = (objects, pods, containers, policy_reads(chosen))
             if len(self._layouts) < 4096:
                 self._layouts[key] = layout
         return layout
@@ -210,7 +212,7 @@ class Engine:
             return
         classification = self.config.classification
         if not scope.bound:
-            bind_resource(context, scope, list(scope.chosen), classification)
+            bind_resource(context, scope, list(scope.chosen), classification, scope.reads)
             scope.bound = True
         entered = scope.entered
         if entered is None or entered[0] is not template or entered[1] is not container:

@@ -304,7 +304,8 @@ def template_devices(template: PodTemplate, classification: Classification) -> l
         resources = container.obj.get("resources") or {}
         for section in ("limits", "requests"):
             for name, quantity in (resources.get(section) or {}).items():
-                if classification.is_accelerator(str(name)) and parse_quantity(quantity) > 0:
+                # a Fraction's sign is its numerator's: the test without Fraction's comparison in Python
+                if classification.is_accelerator(str(name)) and parse_quantity(quantity).numerator > 0:
                     found.add(str(name))
     return sorted(found)
 
