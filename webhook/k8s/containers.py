@@ -63,8 +63,12 @@ def _sound(container: dict, resources_field: str) -> bool:
                         _READ_QUANTITIES.add(quantity)
     for list_field in _LIST_FIELDS:
         value = get(list_field)
-        if value is not None and (type(value) is not list or any(type(item) is not dict for item in value)):
-            return False
+        if value is not None:
+            if type(value) is not list:
+                return False
+            for item in value:  # a loop, not any(): no generator made per field of every container
+                if type(item) is not dict:
+                    return False
     for str_list in ("command", "args"):
         value = get(str_list)
         if value is not None and type(value) is not list:

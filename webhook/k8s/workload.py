@@ -205,11 +205,11 @@ def _locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], droppe
     obj = resource.obj
     templates = []
     for spec in kind.templates:
-        for tokens, owner, bound in _expand(obj, spec.at):
+        for tokens, owner, bound in _expand(obj, spec.at) if spec.at else (((), obj, ""),):  # at the top: itself
             tick()
             if not isinstance(owner, dict):
                 continue
-            base = jp.tokens_join(tokens)
+            base = jp.tokens_join(tokens) if tokens else ""
             name = spec.name.replace("{*}", bound)
             pod_spec, spec_pointer = None, None
             if spec.spec is not None:
@@ -224,7 +224,8 @@ def _locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], droppe
             if spec.metadata is not None:
                 metadata_pointer = jp.relative(base, spec.metadata)
                 found = jp.resolve(obj, metadata_pointer)
-                check_metadata(found, metadata_pointer)
+                if found is not obj.get("metadata"):  # the object's own (a Pod's) was checked by build_workload
+                    check_metadata(found, metadata_pointer)
                 metadata = found if isinstance(found, dict) else {}
             containers = []
             if pod_spec is not None:
