@@ -183,8 +183,8 @@ class Engine:
     def _layout(self, ids: tuple, classes: frozenset, chosen: list) -> tuple:
         """The chosen policies by level, each with its plan there: (object, plan), (pod, plan for a template with a
         pod spec), (container, plan with a pod spec, plan without); and what they read (binding.policy_reads).
-        Depends only on which policies were chosen and
-        the classes, so it is made once per such pair, not per resource."""
+        Depends only on which policies were chosen and the classes, so it is made once per such pair, not per
+        resource."""
         key = (ids, classes)
         layout = self._layouts.get(key)
         if layout is None:
@@ -232,11 +232,11 @@ class Engine:
                     expression = rule.expression
                     if (expression._program or expression.program).execute(context) is True:
                         continue
+                    self._add(scope, policy, rule, "fail", rule.message.render(context),
+                              where(base, container, rule.path))
                 except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
                     self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
                               where(base, container, rule.path))
-                    continue
-                self._add(scope, policy, rule, "fail", rule.message.render(context), where(base, container, rule.path))
                 continue
             self._run_rule(context, scope, policy, rule, base, container, target)
 
