@@ -27,6 +27,7 @@ from functools import lru_cache
 from typing import Any, Callable, Mapping, Optional
 
 from webhook.cel import conversions as cv
+from webhook.cel import fastpaths
 from webhook.cel import runtime as rt, sums
 from webhook.cel.comprehensions import Comprehensions
 from webhook.cel.folding import fold
@@ -99,7 +100,7 @@ def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = 
         "    except Exception as _exc:",
         "        raise _translate(_exc, A, _FREE) from None",
     ])
-    namespace = dict(_HELPERS, **generator.constants, _FREE=free)
+    namespace = dict(_HELPERS, **fastpaths.NAMESPACE, **generator.constants, _FREE=free)
     try:
         filename = f"<cel {source[:60]!r}>"
         code = cache.compile(python, filename) if cache is not None else compile(python, filename, "exec")
@@ -265,8 +266,9 @@ class _Generator(Comprehensions):
         path = self._path(node, out, indent, scope)
         if path is not None:
             return path
-        operand = self.atom(node[1], out, indent, scope)
-        return f"_idx({operand}, {self.atom(node[2], out, indent, scope)})"
+        operand, key = self.atom(node[1], out, indent, scope), self.atom(node[2], out, indent, scope)
+        return f"({operand}[{key}] if type({operand}) is dict and type({key}) is str and {key} in {operand} " \
+               f"else _idx({operand}, {key}))"  # a map's present string key inline, as runtime.index reads it
 
     # operators
     def _not(self, node: tuple, out: list, indent: str, scope: dict) -> str:
@@ -285,7 +287,8 @@ class _Generator(Comprehensions):
                 if this[0] == "lit" and type(this[1]) is str:  # `x == "Memory"`: the common case, inline
                     test = f"(type({that}) is str and {that} == {this[1]!r})"
                     return test if op == "==" else f"(not {test})"
-            test = f"_eq({left}, {right})"
+            test = fastpaths.equals(left, right, _literal_type(right_node)) or \
+                fastpaths.equals(right, left, _literal_type(left_node)) or f"_eq({left}, {right})"
             return test if op == "==" else f"(not {test})"
         if op in ("<", "<=", ">", ">="):
             kinds = (_literal_type(left_node), _literal_type(right_node))
@@ -303,10 +306,12 @@ class _Generator(Comprehensions):
             test = f"({left} {op} {right})" if nan is None else f"({left} {op} {right} or (({nan}) and _unordered()))"
             return f"({test} if {check} else _less({left}, {right}, {op!r}))"
         if op == "in":
-            checks = [f"type({right}) is dict"] + ([] if _literal_type(left_node) is str else [f"type({left}) is str"])
+            # a str in a map or a list: what runtime.contains does for it, inline
+            checks = [f"(type({right}) is dict or type({right}) is list)"] + \
+                ([] if _literal_type(left_node) is str else [f"type({left}) is str"])
             return f"(({left} in {right}) if {' and '.join(checks)} else _in({right}, {left}))"
         if op == "+":
-            return f"_add({left}, {right})"
+            return fastpaths.add(left, right, self.name("s"))
         if op == "*":
             checks = [f"type({text}) is float" for text, operand in ((left, left_node), (right, right_node))
                       if _literal_type(operand) is not float]
@@ -409,8 +414,7 @@ class _Generator(Comprehensions):
         else:
             raise Unsupported(f"function {name!r}")
         if name == "sum" and len(arguments) == 1:  # an empty list sums to the zero of its static type (cel/sums.py)
-            if self.zeros is None:
-                self.zeros = sums.zeros(self.tree, self.inline, _variable_tree)
+            self.zeros = sums.zeros(self.tree, self.inline, _variable_tree) if self.zeros is None else self.zeros
             function = sums.typed_sum(function, self.zeros[id(node)]) if id(node) in self.zeros else function
         values = [self.atom(argument, out, indent, scope) for argument in arguments]
-        return f"{self.constant(function)}({', '.join(values)})"
+        return fastpaths.call(name, function, values, self.constant) or f"{self.constant(function)}({', '.join(values)})"

@@ -7,6 +7,7 @@ because loops are where the run-time step bound is paid (`_count`).
 
 from __future__ import annotations
 
+from webhook.cel import fastpaths
 from webhook.cel import runtime as rt
 from webhook.cel.values import Unsupported
 
@@ -33,7 +34,8 @@ class Comprehensions:
     def _transform(self, name: str, target: tuple, args: tuple, out: list, indent: str, scope: dict) -> str:
         """cel-go's two-variable `transformList(i, v, [filter,] expr)` and `transformMap(k, v, [filter,] expr)`."""
         items, key, variable, result = self.name("i"), self.name("v"), self.name("v"), self.name("r")
-        out.append(f"{indent}{items} = _iter({self.value(target, out, indent, scope)}, {name!r})")
+        out.append(f"{indent}{items} = {self.value(target, out, indent, scope)}")
+        out.append(f"{indent}{fastpaths.iterable(items, name)}")
         self._count(target, items, out, indent)
         self.loops += 1
         inner = dict(scope, **{args[0][1]: key, args[1][1]: variable})
@@ -75,7 +77,8 @@ class Comprehensions:
             raise Unsupported(f"{name}() without a variable name")
         name = "exists_one" if name == "existsOne" else name
         items = self.name("i")
-        out.append(f"{indent}{items} = _iter({self.value(target, out, indent, scope)}, {name!r})")
+        out.append(f"{indent}{items} = {self.value(target, out, indent, scope)}")
+        out.append(f"{indent}{fastpaths.iterable(items, name)}")
         variable = self.name("v")
         if two:  # (index, value) over a list, (key, value) over a map
             key = self.name("v")

@@ -49,6 +49,7 @@ class Function:
 
 
 _QUANTITIES: dict[str, float] = {}  # "48Gi" -> 51539607552.0: pods repeat a few dozen sizes
+QUANTITIES = _QUANTITIES  # read by compiled code too (cel/fastpaths.py): only quantity() below writes it
 
 
 def quantity(value: Any) -> float:

@@ -39,12 +39,16 @@ class Scope:
     # Where the context was last entered (engine/core.py): consecutive policies on the same template and container
     # share the binding, so it is made once, not once per policy.
     entered: Optional[tuple] = None
+    reads: Optional[tuple] = None  # (variables, cluster facts) the chosen policies read, when the engine knows them
 
 
-def bind_resource(context: Activation, scope: Scope, chosen: list, classification: Classification) -> None:
-    """Bind the resource-wide variables the chosen policies read, and the cluster facts they need."""
-    scope.variables = frozenset().union(*(p.variables for p in chosen))
-    needed = frozenset(f for p in chosen for f in p.requires)
+def bind_resource(context: Activation, scope: Scope, chosen: list, classification: Classification,
+                  reads: Optional[tuple] = None) -> None:
+    """Bind the resource-wide variables the chosen policies read, and the cluster facts they need.
+
+    `reads`: (variables, facts) of `chosen` when the caller knows them already (the engine keeps them per set of
+    chosen policies, engine/core.py), else computed here."""
+    scope.variables, needed = reads if reads is not None else policy_reads(chosen)
     if needed or "cluster" in scope.variables:
         scope.cluster = cluster_facts(scope, needed, classification)
     variables = scope.variables
@@ -91,6 +95,11 @@ def bind_resource(context: Activation, scope: Scope, chosen: list, classificatio
             "spec": t.spec if t.spec is not None else {}, "metadata": t.metadata,
             "containers": [c.obj for c in t.containers],
         } for t in templates]
+
+
+def policy_reads(chosen: list) -> tuple[frozenset, frozenset]:
+    """The CEL variables and the cluster facts some policy of `chosen` reads."""
+    return frozenset().union(*(p.variables for p in chosen)), frozenset(f for p in chosen for f in p.requires)
 
 
 def enter(context: Activation, scope: Scope, template: Optional[PodTemplate], position: Optional[int],

@@ -18,10 +18,11 @@ from typing import Any, Iterable, Optional
 
 from webhook.cel.environment import Activation, new_context
 from webhook.engine import mutation
-from webhook.engine.binding import Scope, bind_resource, bind_variables, enter
+from webhook.engine.binding import Scope, bind_resource, bind_variables, enter, policy_reads
 from webhook.engine.deadline import BudgetExceeded, check_deadline, copy_json
 from webhook.engine.enforcement import Enforcement
 from webhook.engine.planning import Plan, missing_facts, where
+from webhook.k8s.selectors import selector_matches
 from webhook.k8s.workload import Container, PodTemplate, ShapeError, no_tick, build_workload, kind_table
 from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.language.checks import Checks
@@ -51,6 +52,8 @@ class Engine:
                            and any(r.target == "pod" for r in p.rules)}
         self._candidates: dict[tuple, tuple[Policy, ...]] = {}
         self._plans: dict[tuple, Plan] = {}  # (policy, level, classes, has pod spec) -> what runs there
+        self._places: dict[tuple, tuple] = {}  # (kind, classes, namespace) -> the candidates placed there (_placed)
+        self._layouts: dict[tuple, tuple] = {}  # (chosen policy ids, classes) -> their plans by level (_layout)
         self.generation = 0
         kind_table()  # read now, so that forked workers and every review share the one table
 
@@ -92,6 +95,20 @@ class Engine:
             self._candidates[key] = found
         return found
 
+    def _placed(self, kind: str, classes: frozenset, namespace: str) -> tuple:
+        """The candidates that apply in this namespace, each with whether its label selector is still to be matched
+        and whether an exception or an exemption annotation could cover it here (else `exempt` is not asked)."""
+        key = (kind, classes, namespace)
+        found = self._places.get(key)
+        if found is None:
+            exemptable = self.config.annotation_exemptable
+            found = tuple((p, p.match.selector is not None,
+                           bool(self.enforcement.exceptions_for(p.id, namespace)) or p.id in exemptable)
+                          for p in self.candidates(kind, classes) if p.match.admits_namespace(namespace))
+            if len(self._places) < 65536:
+                self._places[key] = found
+        return found
+
     def scope(self, resource: Resource, facts: Optional[ClusterFacts],
               deadline: Optional[float] = None) -> tuple[Scope, list[Policy]]:
         """The resource's workload and classes, and the policies that apply to it (not exempt, in its place)."""
@@ -123,9 +140,9 @@ class Engine:
         evaluation.classes = classes
         scope.ceiling = (namespace_labels or {}).get(self.config.enforcement_label)
         labels = resource.labels
-        chosen = [p for p in self.candidates(resource.kind, classes)
-                  if p.match.admits_place(resource.namespace, labels)
-                  and not self.enforcement.exempt(p.id, resource, evaluation)]
+        chosen = [p for p, selective, exemptable in self._placed(resource.kind, classes, resource.namespace)
+                  if not (selective and not selector_matches(p.match.selector, labels))
+                  and not (exemptable and self.enforcement.exempt(p.id, resource, evaluation))]
         evaluation.evaluated = bool(chosen) or scope.workload is not None
         evaluation.policies = tuple(p.id for p in chosen)
         return scope, chosen
@@ -140,44 +157,62 @@ class Engine:
             return scope.evaluation
         context = new_context()
         scope.chosen = tuple(chosen)
-        by_target: dict[str, list[Policy]] = {"object": [], "pod": [], "container": []}
-        for policy in chosen:
-            by_target[policy.target].append(policy)
-            if policy.id in self._pod_rules:  # a container policy with rules about the whole pod
-                by_target["pod"].append(policy)
-        for policy in by_target["object"]:
-            check_deadline(deadline)
-            self._run(context, scope, policy, "", None, None)
-        if scope.workload is not None and (by_target["pod"] or by_target["container"]):
+        objects, pods, containers, scope.reads = self._layout(scope.evaluation.policies, scope.evaluation.classes,
+                                                              chosen)
+        for policy, plan in objects:
+            if deadline is not None:
+                check_deadline(deadline)
+            self._run(context, scope, policy, plan, "", None, None)
+        if scope.workload is not None and (pods or containers):
             for position, template in enumerate(scope.workload.templates):
-                for policy in by_target["pod"]:
-                    if template.spec is not None:
-                        check_deadline(deadline)
-                        self._run(context, scope, policy, template.spec_pointer, template, None, position)
-                for container in template.containers:
-                    for policy in by_target["container"]:
-                        if policy.takes(container):
+                has_spec = template.spec is not None
+                if has_spec:
+                    for policy, plan in pods:
+                        if deadline is not None:
                             check_deadline(deadline)
-                            self._run(context, scope, policy, container.pointer, template, container, position)
+                        self._run(context, scope, policy, plan, template.spec_pointer, template, None, position)
+                for container in template.containers:
+                    for policy, with_spec, without_spec in containers:
+                        if policy.takes(container):
+                            if deadline is not None:
+                                check_deadline(deadline)
+                            self._run(context, scope, policy, with_spec if has_spec else without_spec,
+                                      container.pointer, template, container, position)
         return scope.evaluation
 
-    def _rules(self, policy: Policy, scope: Scope, template: Optional[PodTemplate],
-               container: Optional[Container]) -> tuple:
-        key = (policy.id, "container" if container else ("pod" if template else "object"), scope.evaluation.classes,
-               template is not None and template.spec is not None)
+    def _layout(self, ids: tuple, classes: frozenset, chosen: list) -> tuple:
+        """The chosen policies by level, each with its plan there: (object, plan), (pod, plan for a template with a
+        pod spec), (container, plan with a pod spec, plan without); and what they read (binding.policy_reads).
+        Depends only on which policies were chosen and the classes, so it is made once per such pair, not per
+        resource."""
+        key = (ids, classes)
+        layout = self._layouts.get(key)
+        if layout is None:
+            objects = tuple((p, self._plan(p, "object", classes, False)) for p in chosen if p.target == "object")
+            pods = tuple((p, self._plan(p, "pod", classes, True)) for p in chosen
+                         if p.target == "pod" or p.id in self._pod_rules)  # a container policy's pod rules too
+            containers = tuple((p, self._plan(p, "container", classes, True), self._plan(p, "container", classes, False))
+                               for p in chosen if p.target == "container")
+            layout = (objects, pods, containers, policy_reads(chosen))
+            if len(self._layouts) < 4096:
+                self._layouts[key] = layout
+        return layout
+
+    def _plan(self, policy: Policy, level: str, classes: frozenset, has_spec: bool) -> Plan:
+        key = (policy.id, level, classes, has_spec)
         plan = self._plans.get(key)
         if plan is None:  # what does not depend on the object's fields: the same for every resource of its classes
-            plan = self._plans[key] = Plan.of(policy, *key[1:])
-        return plan.active(scope.resource.obj, template, container)
+            plan = self._plans[key] = Plan.of(policy, level, classes, has_spec)
+        return plan
 
-    def _run(self, context: Activation, scope: Scope, policy: Policy, base: str, template: Optional[PodTemplate],
-             container: Optional[Container], position: Optional[int] = None) -> None:
-        rules = self._rules(policy, scope, template, container)
+    def _run(self, context: Activation, scope: Scope, policy: Policy, plan: Plan, base: str,
+             template: Optional[PodTemplate], container: Optional[Container], position: Optional[int] = None) -> None:
+        rules = plan.active(scope.resource.obj, template, container)
         if not rules:
             return
         classification = self.config.classification
         if not scope.bound:
-            bind_resource(context, scope, list(scope.chosen), classification)
+            bind_resource(context, scope, list(scope.chosen), classification, scope.reads)
             scope.bound = True
         entered = scope.entered
         if entered is None or entered[0] is not template or entered[1] is not container:
@@ -187,6 +222,22 @@ class Engine:
             bind_variables(context, policy)
         target = container.obj if container else (template.spec if template else scope.resource.obj)
         for rule in rules:
+            if rule.simple:
+                # No cluster fact and a CEL expression: the `when` and the expression in a row, one error path
+                # (the same finding _run_rule gives), and each program called straight, without Expression.run.
+                try:
+                    when = rule.when
+                    if when is not None and (when._program or when.program).execute(context) is not True:
+                        continue
+                    expression = rule.expression
+                    if (expression._program or expression.program).execute(context) is True:
+                        continue
+                    self._add(scope, policy, rule, "fail", rule.message.render(context),
+                              where(base, container, rule.path))
+                except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
+                    self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
+                              where(base, container, rule.path))
+                continue
             self._run_rule(context, scope, policy, rule, base, container, target)
 
     def _run_rule(self, context: Activation, scope: Scope, policy: Policy, rule: Rule, base: str,

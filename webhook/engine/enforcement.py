@@ -43,7 +43,7 @@ class Enforcement:
         """Whether the policy is lowered to `audit` here: a mutation then changes nothing."""
         return lower(self.actions[policy.id], ceiling) == "audit"
 
-    def _exceptions_for(self, policy_id: str, namespace: str) -> tuple:
+    def exceptions_for(self, policy_id: str, namespace: str) -> tuple:
         """The config exceptions that can cover this policy in this namespace (memoised: few namespaces)."""
         key = (policy_id, namespace)
         found = self._exception_index.get(key)
@@ -59,7 +59,7 @@ class Enforcement:
         An expired exception covers nothing and leaves a note saying so; one that applies is recorded in
         `evaluation.exemptions` (the webhook logs it with the review: docs/security.md).
         """
-        exceptions = self._exceptions_for(policy_id, resource.namespace)
+        exceptions = self.exceptions_for(policy_id, resource.namespace)
         if exceptions:
             today = dt.date.today()
             for exception in exceptions:

@@ -8,8 +8,8 @@ whether its template has a pod spec: planned once per engine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Callable, Optional
 
 from webhook.k8s.workload import Container, PodTemplate
 from webhook.language.policy import Policy, Rule
@@ -20,42 +20,63 @@ class Plan:
     """What one policy runs at one level (object, pod, container) for resources of given classes.
 
     `rules` may apply there; `guarded`: some of them start with a has() test the engine makes in Python first.
+    `checks` are the distinct (variable, field path) those tests read, each tested once per run however many rules
+    share it; `chosen` remembers, for each outcome of them (a bit mask), which rules it leaves.
     """
 
     rules: tuple
     guarded: bool
+    checks: tuple = ()
+    needs: tuple = ()  # per rule, the bit mask of the checks it requires
+    chosen: dict = field(default_factory=dict, compare=False)
+    held: Optional[Callable] = field(default=None, compare=False)  # (obj, template, container) -> the checks' bits
 
     @classmethod
     def of(cls, policy: Policy, level: str, classes: frozenset, has_spec: bool) -> "Plan":
         rules = tuple(rule for rule in policy.rules
                       if rule.target == level and not (rule.classes and not rule.classes <= classes)
                       and not (rule.needs_pod and not has_spec))
-        return cls(rules=rules, guarded=any(rule.presence for rule in rules))
+        checks = tuple(dict.fromkeys(check for rule in rules for check in rule.presence))
+        needs = tuple(sum(1 << checks.index(check) for check in set(rule.presence)) for rule in rules)
+        return cls(rules=rules, guarded=bool(checks), checks=checks, needs=needs,
+                   held=_held(checks) if checks else None)
 
     def active(self, obj: dict, template: Optional[PodTemplate], container: Optional[Container]) -> tuple:
         """The rules whose has() guards hold on this object."""
         if not self.guarded:
             return self.rules
-        return tuple(rule for rule in self.rules
-                     if not (rule.presence and not present(rule.presence, obj, template, container)))
+        held = self.held(obj, template, container)
+        found = self.chosen.get(held)
+        if found is None:
+            found = tuple(rule for rule, need in zip(self.rules, self.needs) if need & held == need)
+            if len(self.chosen) < 256:  # bounded: a policy with many guards has few outcomes that occur
+                self.chosen[held] = found
+        return found
 
 
-def present(presence: tuple, obj: dict, template: Optional[PodTemplate], container: Optional[Container]) -> bool:
-    """Whether every (variable, field path) exists, as CEL's has() would see it."""
-    for variable, path in presence:
-        if variable == "container":
-            node = container.obj if container else None
-        elif variable == "pod":
-            node = template.spec if template else None
-        elif variable == "podMeta":
-            node = template.metadata if template else None
-        else:
-            node = obj
+_ROOTS = {"container": "c", "pod": "p", "podMeta": "m"}  # any other variable: the object itself
+
+
+def _held(checks: tuple) -> Callable:
+    """One Python function that tests every (variable, field path) of `checks` as CEL's has() sees it (each step a
+    map that holds the next name) and answers bit i set when check i holds: no loop and no call per check.
+
+    Generated from the plan's own field names (each written as a Python literal by repr), compiled once per plan."""
+    lines = ["def held(obj, template, container):",
+             "    c = container.obj if container else None",
+             "    p = template.spec if template else None",
+             "    m = template.metadata if template else None",
+             "    bits = 0"]
+    for bit, (variable, path) in enumerate(checks):
+        node, tests = _ROOTS.get(variable, "obj"), []
         for name in path:
-            if not isinstance(node, dict) or name not in node:
-                return False
-            node = node[name]
-    return True
+            tests.append(f"isinstance({node}, dict) and {name!r} in {node}")
+            node = f"{node}[{name!r}]"
+        lines.append(f"    if {' and '.join(tests) or 'True'}: bits |= {1 << bit}")
+    lines.append("    return bits")
+    namespace: dict = {}
+    exec(compile("\n".join(lines), "<presence checks>", "exec"), namespace)  # our own source, from field names
+    return namespace["held"]
 
 
 def missing_facts(rule: Rule, cluster: Optional[dict]) -> list[str]:

@@ -197,16 +197,19 @@ def _count(obj: Any, base: str, rel: Optional[str], default: int = 1) -> int:
     return value
 
 
+_NO_RENAME: dict = {}  # shared by the containers of pod specs, which rename nothing; never written to
+
+
 def _locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], dropped: set[str],
             tick: Callable[[], None]) -> list[PodTemplate]:
     obj = resource.obj
     templates = []
     for spec in kind.templates:
-        for tokens, owner, bound in _expand(obj, spec.at):
+        for tokens, owner, bound in _expand(obj, spec.at) if spec.at else (((), obj, ""),):  # at the top: itself
             tick()
             if not isinstance(owner, dict):
                 continue
-            base = jp.tokens_join(tokens)
+            base = jp.tokens_join(tokens) if tokens else ""
             name = spec.name.replace("{*}", bound)
             pod_spec, spec_pointer = None, None
             if spec.spec is not None:
@@ -221,28 +224,36 @@ def _locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], droppe
             if spec.metadata is not None:
                 metadata_pointer = jp.relative(base, spec.metadata)
                 found = jp.resolve(obj, metadata_pointer)
-                check_metadata(found, metadata_pointer)
+                if found is not obj.get("metadata"):  # the object's own (a Pod's) was checked by build_workload
+                    check_metadata(found, metadata_pointer)
                 metadata = found if isinstance(found, dict) else {}
             containers = []
             if pod_spec is not None:
                 for section in ("initContainers", "containers", "ephemeralContainers"):
+                    items = pod_spec.get(section)
+                    if items is None:
+                        continue
                     try:
-                        items = check_list_of_maps(pod_spec.get(section), f"{spec_pointer}/{section}", section)
+                        check_list_of_maps(items, f"{spec_pointer}/{section}", section)
                     except ShapeError as exc:
                         errors.append(exc)
                         continue
+                    at = f"{spec_pointer}/{section}/"
                     for position, item in enumerate(items):
                         if not position % 256:
                             tick()
-                        pointer = f"{spec_pointer}/{section}/{position}"
-                        view = readable(item, pointer, {}, errors, dropped)
-                        containers.append(Container(view, pointer, section,
-                                                    injected=injected(spec.injects, section, position, view)))
-                try:
-                    check_list_of_maps(pod_spec.get("volumes"), f"{spec_pointer}/volumes", "volumes")
-                except ShapeError as exc:
-                    errors.append(exc)
-                    pod_spec = {k: v for k, v in pod_spec.items() if k != "volumes"}
+                        pointer = at + str(position)
+                        view = readable(item, pointer, _NO_RENAME, errors, dropped)
+                        containers.append(Container(view, pointer, section, _NO_RENAME,
+                                                    injected(spec.injects, section, position, view)
+                                                    if spec.injects else []))
+                volumes = pod_spec.get("volumes")
+                if volumes is not None:
+                    try:
+                        check_list_of_maps(volumes, f"{spec_pointer}/volumes", "volumes")
+                    except ShapeError as exc:
+                        errors.append(exc)
+                        pod_spec = {k: v for k, v in pod_spec.items() if k != "volumes"}
             rename = dict(spec.rename)
             for extra in spec.containers:
                 pointer = jp.relative(base, extra)
@@ -294,7 +305,8 @@ def template_devices(template: PodTemplate, classification: Classification) -> l
         resources = container.obj.get("resources") or {}
         for section in ("limits", "requests"):
             for name, quantity in (resources.get(section) or {}).items():
-                if classification.is_accelerator(str(name)) and parse_quantity(quantity) > 0:
+                # a Fraction's sign is its numerator's: the test without Fraction's comparison in Python
+                if classification.is_accelerator(str(name)) and parse_quantity(quantity).numerator > 0:
                     found.add(str(name))
     return sorted(found)
 

@@ -48,6 +48,8 @@ class Rule:
         # Derived once: the engine asks for it for every rule of every evaluation. A `when` that reads no cluster
         # fact decides first whether the rule applies (engine/core.py).
         self.early = self.when is not None and "cluster" not in self.when.variables
+        # Needs no cluster fact and is CEL: the engine runs its `when` and expression in a row (engine/core.py)
+        self.simple = self.expression is not None and not self.requires and (self.when is None or self.early)
 
 
 @dataclass
@@ -88,11 +90,13 @@ class Match:
 
     def admits_place(self, namespace: str, labels: dict) -> bool:
         """Whether the policy applies in this namespace to an object with these labels."""
+        return self.admits_namespace(namespace) and (self.selector is None or selector_matches(self.selector, labels))
+
+    def admits_namespace(self, namespace: str) -> bool:
+        """The namespace half of `admits_place` (the engine keeps its answer per namespace)."""
         if self.namespaces and not any(fnmatch.fnmatchcase(namespace, p) for p in self.namespaces):
             return False
-        if any(fnmatch.fnmatchcase(namespace, p) for p in self.exclude_namespaces):
-            return False
-        return self.selector is None or selector_matches(self.selector, labels)
+        return not any(fnmatch.fnmatchcase(namespace, p) for p in self.exclude_namespaces)
 
 
 @dataclass
