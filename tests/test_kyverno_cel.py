@@ -1,7 +1,7 @@
 """Public Kyverno CEL policies run unchanged in aiadmit, in the shape of a ValidatingAdmissionPolicy.
 
-The expressions and variables of 25 `validate.cel` ClusterPolicies from github.com/kyverno/policies (the Pod Security
-set in CEL and part of best-practices-cel; tests/data/kyverno-cel, with source and licence) are each written as an
+The expressions and variables of 31 `validate.cel` ClusterPolicies from github.com/kyverno/policies (the Pod Security
+set in CEL, part of best-practices-cel and other-cel; tests/data/kyverno-cel, with source and licence) are each written as an
 aiadmit policy with `target: object`: VAP's `object`, `oldObject`, `request`, `namespaceObject`, and the rule's
 `variables`, each reading the earlier ones as `variables.NAME`. Every expression must load (declared, checked and
 costed as any policy), and each policy must pass a good Pod and deny a bad one (Pods written for this test from the
@@ -28,7 +28,7 @@ KNOWN: dict[str, str] = {}
 def _aiadmit_policy(policy: dict, rule: dict) -> dict:
     """One Kyverno rule as an aiadmit policy: the same variables and expressions, one rule per expression."""
     return {"apiVersion": "aiadmit.dev/v1alpha1", "kind": "Policy",
-            "metadata": {"name": f"{policy['name']}-{rule['name']}"},
+            "metadata": {"name": f"{policy['name']}-{rule['name']}".lower()},
             "summary": f"Kyverno {policy['name']}/{rule['name']}.", "why": "Pod Security.", "remediation": "See the message.",
             "action": "deny", "match": {"kinds": ["Pod"]}, "target": "object",
             **({"variables": rule["variables"]} if rule.get("variables") else {}),
@@ -36,10 +36,9 @@ def _aiadmit_policy(policy: dict, rule: dict) -> dict:
                       for position, item in enumerate(rule["expressions"])]}
 
 
-def _pod(policy: dict, spec: dict, labels: bool) -> Resource:
-    metadata = {"name": "p", "namespace": "team"}
-    if labels and policy.get("labels"):
-        metadata["labels"] = policy["labels"]
+def _pod(policy: dict, which: str) -> Resource:
+    metadata = {"name": "p", "namespace": "team", **policy.get(f"{which}_metadata", {})}
+    spec = policy[which]
     return Resource({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
 
 
@@ -59,10 +58,10 @@ def _measure(tmp_path) -> tuple[dict, int, int]:
             wrong[policy["name"]] = "load: " + "; ".join(exc.problems)
             continue
         loaded += 1
-        good = engine.evaluate(_pod(policy, policy["good"], True)).findings
-        bad = engine.evaluate(_pod(policy, policy["bad"], False)).findings
+        good = engine.evaluate(_pod(policy, "good")).findings
+        bad = engine.evaluate(_pod(policy, "bad")).findings
         problems = [f"good pod: {f.rule} {f.result}: {f.message}" for f in good]
-        if not bad or any(f.result != "fail" for f in bad):
+        if not bad or any(f.result != policy.get("bad_result", "fail") for f in bad):
             problems.append(f"bad pod: {[(f.rule, f.result, f.message) for f in bad]}")
         if problems:
             wrong[policy["name"]] = "verdict: " + "; ".join(problems)
