@@ -5,15 +5,21 @@ set in CEL, part of best-practices-cel and other-cel; tests/data/kyverno-cel, wi
 aiadmit policy with `target: object`: VAP's `object`, `oldObject`, `request`, `namespaceObject`, and the rule's
 `variables`, each reading the earlier ones as `variables.NAME`. Every expression must load (declared, checked and
 costed as any policy), and each policy must pass a good Pod and deny a bad one (Pods written for this test from the
-policy's description). A difference from Kubernetes is listed in KNOWN with its reason; the list fails when stale."""
+policy's description). A second test compares every variable's and expression's value with Kubernetes' own CEL
+(tests/k8scel.py) on the same Pods. A difference from Kubernetes is listed in KNOWN with its reason; the list fails when stale."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
+import k8scel
+from k8scel import oracle  # noqa: F401 - the fixture (built once per session)
 from tests.testdata import DATA
+from webhook.cel.checker import DYN
+from webhook.cel.environment import Expression, new_context
 from webhook.engine.core import Engine
 from webhook.language.loader import load_policies
 from webhook.language.policy import PolicyLoadError
@@ -82,3 +88,42 @@ def test_the_data_names_its_source():
     for policy in POLICIES:
         assert len(policy["commit"]) == 40 and policy["source"].endswith(".yaml"), policy["name"]
         assert all(item["expression"].strip() for rule in policy["rules"] for item in rule["expressions"])
+
+
+def _aiadmit_value(source: str, bindings: dict):
+    def run():
+        context = new_context()
+        context.update(bindings)
+        return Expression(source, declarations={"object": DYN, "variables": DYN}).run(context)
+    return run
+
+
+@pytest.mark.k8scel
+def test_kyverno_cel_values_are_kubernetes_values(oracle):
+    """Each variable (in order, reading the earlier ones) and each expression, on the good and the bad Pod, in
+    aiadmit's CEL and in the ValidatingAdmissionPolicy environment of Kubernetes v1.34: the same value, or both an
+    error. A variable that errors is left out of `variables` on both sides (Kubernetes raises it only when read)."""
+    compared, differences = 0, {}
+    for policy in POLICIES:
+        for which in ("good", "bad"):
+            pod = {"apiVersion": "v1", "kind": "Pod", "spec": policy[which],
+                   "metadata": {"name": "p", "namespace": "team", **policy.get(f"{which}_metadata", {})}}
+            for rule in policy["rules"]:
+                ours, theirs = {}, {}
+                items = [("variable " + v["name"], v["expression"], v["name"]) for v in rule.get("variables") or ()]
+                items += [(f"expression {n}", e["expression"], None) for n, e in enumerate(rule["expressions"])]
+                for label, source, name in items:
+                    answer = oracle.one(source, vars={"object": pod, "variables": theirs})
+                    run = _aiadmit_value(source, {"object": pod, "variables": dict(ours)})
+                    verdict, what = k8scel.outcome(source, run, answer)
+                    compared += 1
+                    if verdict == "differ":
+                        differences[f"{policy['name']}/{rule['name']} {which} {label}"] = what
+                    if name is not None and "evalError" not in answer and answer["compiled"]:
+                        theirs[name] = answer["value"]
+                        try:
+                            ours[name] = run()
+                        except Exception:  # noqa: BLE001 - differs from Kubernetes: reported above
+                            pass
+    print(f"\n{compared} Kyverno CEL values compared with Kubernetes v1.34: {len(differences)} differ")
+    assert not differences, "\n".join(f"{k}: {v}" for k, v in differences.items())
