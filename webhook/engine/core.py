@@ -222,50 +222,36 @@ class Engine:
             bind_variables(context, policy)
         target = container.obj if container else (template.spec if template else scope.resource.obj)
         for rule in rules:
-            if rule.simple:
-                # No cluster fact and a CEL expression: the `when` and the expression in a row, one error path
-                # (the same finding _run_rule gives), and each program called straight, without Expression.run.
-                try:
-                    when = rule.when
-                    if when is not None and (when._program or when.program).execute(context) is not True:
-                        continue
-                    expression = rule.expression
-                    if (expression._program or expression.program).execute(context) is True:
-                        continue
-                    self._add(scope, policy, rule, "fail", rule.message.render(context),
-                              where(base, container, rule.path))
-                except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
-                    self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
-                              where(base, container, rule.path))
-                continue
             self._run_rule(context, scope, policy, rule, base, container, target)
 
     def _run_rule(self, context: Activation, scope: Scope, policy: Policy, rule: Rule, base: str,
                   container: Optional[Container], target: Any) -> None:
-        # A `when` that reads no cluster fact decides first whether the rule applies at all, so unknown facts
-        # make a rule skip only where it applies (a CPU-only template is not "skipped" by a GPU quota rule).
-        early = rule.early
-        if early:
-            try:
-                if rule.when.run(context) is not True:
+        when = rule.when
+        if rule.requires:
+            # A `when` that reads no cluster fact decides first whether the rule applies at all, so unknown facts
+            # make a rule skip only where it applies (a CPU-only template is not "skipped" by a GPU quota rule).
+            if rule.early:
+                try:
+                    if when.run(context) is not True:
+                        return
+                except Exception as exc:
+                    self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
+                              where(base, container, rule.path))
                     return
-            except Exception as exc:
-                self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
+                when = None
+            missing = missing_facts(rule, scope.cluster)
+            if missing:
+                mode = self.config.settings(policy.id).context_failure or self.config.context_failure
+                if rule.when_unknown == "ignore" or mode == "allow":
+                    return
+                result = "fail" if mode == "deny" else "skip"
+                self._add(scope, policy, rule, result,
+                          f"{policy.id}/{rule.name} skipped: cluster facts unknown: {', '.join(missing)}"
+                          if result == "skip" else f"cluster facts unavailable: {', '.join(missing)}",
                           where(base, container, rule.path))
                 return
-        missing = missing_facts(rule, scope.cluster) if rule.requires else None
-        if missing:
-            mode = self.config.settings(policy.id).context_failure or self.config.context_failure
-            if rule.when_unknown == "ignore" or mode == "allow":
-                return
-            result = "fail" if mode == "deny" else "skip"
-            self._add(scope, policy, rule, result,
-                      f"{policy.id}/{rule.name} skipped: cluster facts unknown: {', '.join(missing)}"
-                      if result == "skip" else f"cluster facts unavailable: {', '.join(missing)}",
-                      where(base, container, rule.path))
-            return
         try:
-            if not early and rule.when is not None and rule.when.run(context) is not True:
+            if when is not None and when.run(context) is not True:
                 return
             if rule.expression is not None:
                 if rule.expression.run(context) is not True:

@@ -36,57 +36,33 @@ def check_list_of_maps(value: Any, pointer: str, what: str) -> list:
 
 
 _READ_QUANTITIES: set = set()  # strings already parsed as quantities: a review's pods repeat a few dozen sizes
-_LIST_FIELDS = ("volumeMounts", "env", "envFrom", "ports")
 
 
-def _sound(container: dict, resources_field: str) -> bool:
-    """Whether the container has none of the problems `_container_problems` looks for, decided with no pointer or
-    error built: the common case, once per container of every review."""
-    get = container.get
-    resources = get(resources_field)
-    if resources is not None:
-        if type(resources) is not dict:
-            return False
-        for section in ("requests", "limits"):
-            values = resources.get(section)
-            if values is None:
-                continue
-            if type(values) is not dict:
-                return False
-            for quantity in values.values():
-                if type(quantity) is not str or quantity not in _READ_QUANTITIES:
-                    try:
-                        parse_quantity(quantity)
-                    except QuantityError:
-                        return False
-                    if type(quantity) is str and len(_READ_QUANTITIES) < 4096:
-                        _READ_QUANTITIES.add(quantity)
-    for list_field in _LIST_FIELDS:
-        value = get(list_field)
-        if value is not None:
-            if type(value) is not list:
-                return False
-            for item in value:  # a loop, not any(): no generator made per field of every container
-                if type(item) is not dict:
-                    return False
-    for str_list in ("command", "args"):
-        value = get(str_list)
-        if value is not None and type(value) is not list:
-            return False
-    return True
+def _quantity_problem(quantity: Any) -> Any:
+    """Why `quantity` is no Kubernetes quantity, or None; a string that parsed once is not parsed again."""
+    if type(quantity) is str and quantity in _READ_QUANTITIES:
+        return None
+    try:
+        parse_quantity(quantity)
+    except QuantityError as exc:
+        return str(exc)
+    if type(quantity) is str and len(_READ_QUANTITIES) < 4096:
+        _READ_QUANTITIES.add(quantity)
+    return None
 
 
 def _container_problems(container: dict, pointer: str, rename: dict[str, str]) -> list[tuple[ShapeError, tuple]]:
-    """Each field of a container aiadmit cannot read, with the path (real field names) to leave out of its view."""
+    """Each field of a container aiadmit cannot read, with the path (real field names) to leave out of its view.
+
+    Once per container of every review: pointers and errors are built only for a field that has a problem."""
     problems: list[tuple[ShapeError, tuple]] = []
-    if _sound(container, rename.get("resources", "resources") if rename else "resources"):
-        return problems
-    resources_field = rename.get("resources", "resources")
-    resources = container.get(resources_field)
+    get = container.get
+    resources_field = rename.get("resources", "resources") if rename else "resources"
+    resources = get(resources_field)
     if resources is not None:
-        where = f"{pointer}/{jp.escape(resources_field)}"
         if not isinstance(resources, dict):
-            problems.append((ShapeError(where, f"resources must be a map, not {type(resources).__name__}"),
+            problems.append((ShapeError(f"{pointer}/{jp.escape(resources_field)}",
+                                        f"resources must be a map, not {type(resources).__name__}"),
                              (resources_field,)))
             resources = {}
         for section in ("requests", "limits"):
@@ -94,22 +70,23 @@ def _container_problems(container: dict, pointer: str, rename: dict[str, str]) -
             if values is None:
                 continue
             if not isinstance(values, dict):
-                problems.append((ShapeError(f"{where}/{section}", f"resources.{section} must be a map"),
-                                 (resources_field, section)))
+                problems.append((ShapeError(f"{pointer}/{jp.escape(resources_field)}/{section}",
+                                            f"resources.{section} must be a map"), (resources_field, section)))
                 continue
             for name, quantity in values.items():
-                try:
-                    parse_quantity(quantity)
-                except QuantityError as exc:
-                    problems.append((ShapeError(f"{where}/{section}/{jp.escape(name)}", str(exc)),
-                                     (resources_field, section, name)))
+                why = _quantity_problem(quantity)
+                if why is not None:
+                    problems.append((ShapeError(f"{pointer}/{jp.escape(resources_field)}/{section}/{jp.escape(name)}",
+                                                why), (resources_field, section, name)))
     for list_field in ("volumeMounts", "env", "envFrom", "ports"):
-        try:
-            check_list_of_maps(container.get(list_field), f"{pointer}/{list_field}", list_field)
-        except ShapeError as exc:
-            problems.append((exc, (list_field,)))
+        value = get(list_field)
+        if value is not None:
+            try:
+                check_list_of_maps(value, f"{pointer}/{list_field}", list_field)
+            except ShapeError as exc:
+                problems.append((exc, (list_field,)))
     for str_list in ("command", "args"):
-        value = container.get(str_list)
+        value = get(str_list)
         if value is not None and not isinstance(value, list):
             problems.append((ShapeError(f"{pointer}/{str_list}", f"{str_list} must be a list of strings"), (str_list,)))
     return problems

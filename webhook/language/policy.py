@@ -48,8 +48,6 @@ class Rule:
         # Derived once: the engine asks for it for every rule of every evaluation. A `when` that reads no cluster
         # fact decides first whether the rule applies (engine/core.py).
         self.early = self.when is not None and "cluster" not in self.when.variables
-        # Needs no cluster fact and is CEL: the engine runs its `when` and expression in a row (engine/core.py)
-        self.simple = self.expression is not None and not self.requires and (self.when is None or self.early)
 
 
 @dataclass
