@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.cel import strictness as strict
+from webhook.cel.constants import DYN, show
 
-DYN = "dyn"
 _NUMERIC = frozenset({"int", "uint", "double"})
 _ORDERED = frozenset({"int", "uint", "double", "string", "bytes", "bool", "quantity", "timestamp", "duration"})
 _TIME = {("+", "timestamp", "duration"): "timestamp", ("+", "duration", "timestamp"): "timestamp",
@@ -31,20 +31,14 @@ _QUANTITY_METHOD = {**dict.fromkeys(("<", "<=", ">", ">="), "compare with isLess
                     **dict.fromkeys(("==", "!="), "equal only quantities: use compareTo(...) == 0")}
 
 
-def _show(kind: Any) -> str:
-    if isinstance(kind, tuple):
-        return f"{kind[0]}({', '.join(_show(k) for k in kind[1:])})"
-    return str(kind)
-
-
 def binary(checker: Any, node: tuple, left: Any, right: Any) -> Any:
     """The type of `left op right` (node = ("binary", op, ...)), or the checker's CheckError at the operator."""
     op = node[1]
-    mismatch = checker.fail(node, f"no matching overload for {op!r} applied to ({_show(left)}, {_show(right)})")
+    mismatch = checker.fail(node, f"no matching overload for {op!r} applied to ({show(left)}, {show(right)})")
     base = strict._head
     if "quantity" in (left, right) and op != "in" and not (op in ("==", "!=") and {left, right} <= {
             "quantity", DYN, "null"}):
-        raise checker.fail(node, f"quantities {_QUANTITY_METHOD[op]}, not {op} ({_show(left)}, {_show(right)})")
+        raise checker.fail(node, f"quantities {_QUANTITY_METHOD[op]}, not {op} ({show(left)}, {show(right)})")
     if op in ("==", "!="):  # (A, A): no cross-type equality overload (`1 == 1.0` does not compile; dyn(1) == 1.0 does)
         if strict.unify(left, right) is None:
             raise mismatch
@@ -73,7 +67,7 @@ def binary(checker: Any, node: tuple, left: Any, right: Any) -> Any:
         joined = strict.unify(left, right)
         if joined is None:  # list(A) + list(A)
             raise mismatch
-        return left if _show(left) == _show(right) or kind != "list" else joined
+        return left if show(left) == show(right) or kind != "list" else joined
     if op in ("-", "*", "/") and kind in _NUMERIC:
         return left
     if op == "%" and kind in ("int", "uint"):

@@ -24,9 +24,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from webhook.cel.constants import DYN, show
 from webhook.cel.timestamps import duration as _duration, timestamp as _timestamp
-
-DYN = "dyn"
 
 
 class _SureDyn(str):
@@ -135,12 +134,6 @@ def overload_problem(name: str, kinds: list, member: bool) -> Optional[str]:
 
 
 # ---------------------------------------------------------------- Kubernetes' literal validators
-def _show(kind: Any) -> str:
-    if isinstance(kind, tuple):
-        return f"{kind[0]}({', '.join(_show(k) for k in kind[1:])})"
-    return str(kind)
-
-
 def plain(kind: Any) -> Any:
     """`kind` with every sure dyn a plain one: what a check answers (a recorded check, as JSON, gives the same)."""
     if isinstance(kind, tuple):
@@ -172,7 +165,7 @@ def mismatch(kinds: list) -> Optional[tuple[int, str]]:
     """The first element of a list literal (by index) whose type is not the first element's, and Kubernetes' words."""
     for index, kind in enumerate(kinds[1:], 1):
         if not equivalent(kinds[0], kind):
-            return index, (f"expected type '{_show(kinds[0])}' but found '{_show(kind)}' (a list or map literal "
+            return index, (f"expected type '{show(kinds[0])}' but found '{show(kind)}' (a list or map literal "
                            "holds one type, as in Kubernetes: dyn(...) marks a value meant to differ)")
     return None
 
