@@ -15,7 +15,6 @@ validators reject at load, as Kubernetes' environment and every aiadmit policy d
 from __future__ import annotations
 
 import glob
-import math
 import os
 from collections import Counter
 
@@ -37,21 +36,6 @@ FLOOR: dict[str, int] = {
     "network_ext": 67, "optionals": 59, "parse": 176, "plumbing": 5, "string": 51, "string_ext": 212,
     "timestamps": 73,
 }
-
-
-def _same(a, b) -> bool:
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float):
-        return (math.isnan(a) and math.isnan(b)) or a == b
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict):
-        return len(a) == len(b) and all(any(_same(k, j) and _same(v, a2) for j, a2 in b.items())
-                                        for k, v in a.items())
-    if type(a).__name__ == "CelType":
-        return a.name == b.name
-    return a == b
 
 
 def declarations(test: dict):
@@ -99,7 +83,7 @@ def run(test: dict):
         return "pass" if expected_error else f"fail: raised {exc}"
     if expected_error:
         return f"fail: gave {got!r}, expected an error"
-    return "pass" if _same(got, expected) else f"fail: gave {got!r}, expected {expected!r}"
+    return "pass" if celspec.same_value(got, expected) else f"fail: gave {got!r}, expected {expected!r}"
 
 
 def kubernetes_rejects(test: dict) -> bool:

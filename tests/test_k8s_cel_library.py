@@ -11,15 +11,15 @@ Kubernetes' is counted apart (`same message`). Counts per library are printed (`
 
 from __future__ import annotations
 
-import math
 import os
 from collections import Counter
 
 import pytest
 import yaml
 
+import celspec
+
 from webhook.cel.environment import CelError, Expression, new_context
-from webhook.cel.runtime import Optional as Opt, equals
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "k8s-cel-library")
 CASES = os.path.join(HERE, "cases.yaml")
@@ -32,23 +32,6 @@ FLOOR: dict[str, int] = {"cidr": 59, "format": 211, "ip": 74, "jsonpatch": 1, "l
 def _load(path: str) -> list:
     with open(path, encoding="utf-8") as handle:
         return yaml.safe_load(handle)
-
-
-def _same(a, b) -> bool:
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float):
-        return (math.isnan(a) and math.isnan(b)) or a == b
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict):
-        return len(a) == len(b) and all(any(_same(k, j) and _same(v, w) for j, w in b.items()) for k, v in a.items())
-    if isinstance(a, Opt):
-        return (a.value is None and b.value is None) if None in (a.value, b.value) else _same(a.value, b.value)
-    try:
-        return bool(equals(a, b))
-    except Exception:  # noqa: BLE001 - values aiadmit cannot compare are not the same
-        return False
 
 
 def run(case: dict) -> tuple[str, bool]:
@@ -85,7 +68,7 @@ def run(case: dict) -> tuple[str, bool]:
         wanted = Expression(case["value"], kubernetes=False).run(new_context())
     except Exception as exc:  # noqa: BLE001 - the expected value needs what aiadmit lacks
         return f"fail: the expected value {case['value']} does not evaluate: {exc}", False
-    return ("pass" if _same(got, wanted) else f"fail: gave {got!r}, expected {case['value']}"), False
+    return ("pass" if celspec.same_value(got, wanted) else f"fail: gave {got!r}, expected {case['value']}"), False
 
 
 def results(path: str = CASES) -> dict[str, Counter]:
