@@ -82,3 +82,33 @@ def test_memoised_resolution_keeps_quoting_apart():
         [resource] = load_text(text, "x.yaml").resources
         assert resource.obj == yaml.safe_load(text)
         assert resource.obj["data"] == {"a": "yes", "b": True, "c": "1", "d": 1, "e": True}
+
+
+def test_memoised_loader_matches_safe_load_on_the_corpus_and_odd_corners():
+    """sources.load_text (libyaml with the resolver memo and no path hooks) gives what PyYAML's own safe loader
+    gives, document by document, on the corpus read in one process (so the memo is warm across files)."""
+    from webhook.inputs.sources import load_text
+
+    files = [f for f in glob.glob(os.path.join(CORPUS, "**", "*.y*ml"), recursive=True) if "_unparseable" not in f]
+    texts = [ODD.replace("date: 2026-11-29\nstamp: 2026-11-29T16:00:00Z\nbinary: !!binary aGVsbG8=\nset: !!set {a, b}\n",
+                         "")]
+    for path in files:
+        with open(path, encoding="utf-8") as handle:
+            texts.append(handle.read())
+    for _ in range(2):  # second pass: every scalar's tag answered by the memo
+        for text in texts:
+            wrapped = [d for d in yaml.load_all(text, Loader=yaml.SafeLoader) if isinstance(d, dict) and "kind" in d
+                       and "apiVersion" in d and isinstance(d["kind"], str) and not d["kind"].endswith("List")]
+            got = [r.obj for r in load_text(text, "x.yaml").resources]
+            assert got == wrapped
+
+
+def test_resolver_memo_is_bounded():
+    from webhook.inputs import sources
+
+    for index in range(5000):
+        sources.load_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: x{index}}}\n", "x.yaml")
+    assert sources._Loader.resolve.cache_info().currsize <= 4096
+    big = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata: {a: " + "x" * (sources._MEMO_TEXT + 1) + "}\n"
+    sources.load_text(big, "big.yaml")  # more text than the memo may keep alive: it starts again empty
+    assert sources._Loader.resolve.cache_info().currsize < 20

@@ -150,8 +150,9 @@ def _value(node: yaml.Node, seen: dict | None) -> Any:
     if kind is _SEQUENCE:
         if tag != _SEQ:
             raise Fallback()
-        if seen is None:
-            return [_value(item, None) for item in node.value]
+        if seen is None:  # a string item taken here, without a call (most items are)
+            return [item.value if type(item) is _SCALAR and item.tag == _STR else _value(item, None)
+                    for item in node.value]
         out: list = []
         seen[id(node)] = out
         out.extend(_value(item, seen) for item in node.value)
@@ -163,13 +164,20 @@ def _value(node: yaml.Node, seen: dict | None) -> Any:
         if seen is not None:
             seen[id(node)] = mapping
         for key_node, value_node in node.value:
-            if key_node.tag == _MERGE:
+            tag = key_node.tag
+            if tag == _STR and type(key_node) is _SCALAR:  # the common key, without a call
+                name = key_node.value
+            elif tag == _MERGE:
                 raise Fallback()
-            name = _value(key_node, seen)
-            if isinstance(name, (list, dict)):
-                raise Fallback()  # PyYAML reports unhashable keys with its own message
+            else:
+                name = _value(key_node, seen)
+                if isinstance(name, (list, dict)):
+                    raise Fallback()  # PyYAML reports unhashable keys with its own message
             if name in mapping:
                 raise DuplicateKey(name, key_node.start_mark)
-            mapping[name] = _value(value_node, seen)
+            if value_node.tag == _STR and type(value_node) is _SCALAR:  # likewise a string value (never an alias)
+                mapping[name] = value_node.value
+            else:
+                mapping[name] = _value(value_node, seen)
         return mapping
     raise Fallback()
