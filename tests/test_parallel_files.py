@@ -72,3 +72,23 @@ def test_reports_rendered_by_the_workers_equal_one_process(tree, name):
         assert made_by_workers == render(name, sequential, engine, **options), narrow
         if narrow.get("skip"):  # SARIF still lists every policy of the bundle as a rule, but no result of it
             assert ('"ruleId":"image-digest"' if name == "sarif" else "image-digest") not in made_by_workers
+
+
+@pytest.mark.parametrize("load, expected", [(0.0, 2), (0.4, 2), (0.6, 1), (1.0, 1), (3.5, 1), (12.0, 1)])
+def test_default_jobs_leaves_busy_cores_alone(monkeypatch, load, expected):
+    """-j's default on two cores: a second process only when the load average leaves a core idle."""
+    from webhook.app import parallel
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    assert parallel.default_jobs() == expected
+
+
+def test_default_jobs_without_a_load_average(monkeypatch):
+    from webhook.app import parallel
+
+    def unavailable():
+        raise OSError("no load average")
+
+    monkeypatch.setattr(os, "getloadavg", unavailable)
+    assert parallel.default_jobs() == len(os.sched_getaffinity(0))

@@ -36,7 +36,20 @@ _WORK: Any = None  # the function each slice runs
 
 
 def default_jobs() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    """`-j`'s default: the cores this process may run on that other work is not already using, at least 1.
+
+    A second worker only pays when it gets a core of its own: on a busy machine (CI runners, a developer's build)
+    the workers and the parent's serial share (reading, the fact scan, reading results back) queue for the same
+    cores and the run takes longer than in one process (bench/RESULTS.md, issue 25). The busy cores are the
+    one-minute load average, rounded; whether the input is large enough to share out is decided later, by its size
+    (MIN_BYTES_PER_JOB).
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):  # no load average on this platform: every core
+        busy = 0.0
+    return max(1, min(cores, int(cores - busy + 0.5)))
 
 
 def can_fork() -> bool:

@@ -31,7 +31,7 @@ def register(subparsers) -> None:
     parser.add_argument("paths", nargs="*", metavar="PATH", help="file, directory (recursive) or - for stdin")
     parser.add_argument("--format", "-f", choices=sorted(FORMATS), default="text")
     parser.add_argument("--jobs", "-j", type=int, default=0, metavar="N",
-                        help="processes evaluating in parallel (default: one per available core; 1: none)")
+                        help="processes evaluating in parallel (default: one per core that other work leaves idle, by the load average, and only for inputs large enough to share; 1: none)")
     parser.add_argument("--fail-on", choices=("deny", "warn", "never"), default="deny",
                         help="lowest action that makes the exit code 1 (default deny)")
     parser.add_argument("--policy", action="append", metavar="ID", help="only these policies (repeatable)")
