@@ -206,3 +206,14 @@ def test_lists_range_is_bounded_in_memory():
         Expression("lists.range(n)", declarations={"n": "int"}).run({"n": 10 ** 9})
     with pytest.raises(CelError, match="estimated cost"):
         Expression("lists.range(100000).map(i, lists.range(100000)).size()", declarations={})
+
+
+def test_host_characters_are_go_hosts_on_every_code_point():
+    """url()'s host check: ASCII letters, digits and Go's host punctuation, and every character from U+0080 on."""
+    from webhook.cel import urls
+
+    allowed = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!$&'()*+,;=:[]<>\"-_.~%")
+    everything = "".join(chr(code) for code in range(0x110000))
+    found = urls._NOT_HOST.findall(everything)
+    assert found == [chr(code) for code in range(128) if chr(code) not in allowed]
+    assert len(found) == 44
