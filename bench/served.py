@@ -20,16 +20,22 @@ def serve(port: int, args: list[str] = (), tree: str = ROOT, seconds: float = 60
     server = subprocess.Popen([sys.executable, "-m", "webhook", "serve", "--dev", "--port", str(port), "--no-cluster",
                                *args], cwd=tree, env=dict(os.environ, PYTHONPATH=tree),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_listening(server, port, f"the server of {tree}", seconds)
+    return server
+
+
+def wait_listening(server: subprocess.Popen, port: int, name: str, seconds: float = 60) -> None:
+    """Return once `server` accepts connections on 127.0.0.1:`port` (and its workers had a second to start)."""
     deadline = time.monotonic() + seconds
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
             time.sleep(1.0)  # every worker up
-            return server
+            return
         except OSError:
             if time.monotonic() > deadline or server.poll() is not None:
                 stop(server)
-                raise SystemExit(f"the server of {tree} did not listen on {port} within {seconds:.0f} s")
+                raise SystemExit(f"{name} did not listen on {port} within {seconds:.0f} s")
             time.sleep(0.3)
 
 
@@ -42,10 +48,10 @@ def stop(server: subprocess.Popen) -> None:
 
 
 def load(port: int, mode: str, seconds: float, rate: float = 200.0, tree: str = ROOT, server_pid: int = 0,
-         warmup: float = 0.0) -> dict:
+         warmup: float = 0.0, review: str = REVIEW) -> dict:
     """bench/load.py's JSON summary (it exits 1 when a review failed, and prints the summary all the same)."""
     command = [sys.executable, os.path.join(HERE, "load.py"), "--url", f"https://127.0.0.1:{port}/validate",
-               "--cacert", os.path.join(tree, "certs", "dev", "ca.crt"), "--review", REVIEW, "--mode", mode,
+               "--cacert", os.path.join(tree, "certs", "dev", "ca.crt"), "--review", review, "--mode", mode,
                "--duration", str(seconds), "--warmup", str(warmup), "--json"]
     if mode == "rate":
         command += ["--rate", str(rate)]

@@ -15,6 +15,11 @@ POD.yaml is one 9-line GPU Pod manifest (bench/peers.py's). Each revision has it
 (`AIADMIT_CACHE_DIR` in the scratch directory), warmed, with the bytecode, by untimed runs first: the
 warm case a developer's second commit pays (`--no-cache`: the first run on a machine, or a CI job without one). The figure is the CPU time of the child process
 (user + system, from getrusage), median and best over the rounds, with the wall time beside it.
+Before the timed rounds, the conditions that decide the figure are printed for each revision, from one run of the
+same command in a probe process: whether the interpreter may write bytecode and how many of the modules it
+imported from the tree were loaded from a `.pyc` (a fresh clone under PYTHONDONTWRITEBYTECODE=1, as this
+environment sets, compiles every module in every run: about 0.8 s instead of 0.2 s, measured for issue 25), the
+disk cache's directory and its hits and misses (a miss compiles a CEL program's Python), and the load average.
 Then `-X importtime` of each revision: the modules with the largest own import time (the least of 5 runs).
 The two revisions' outputs are compared byte for byte and the difference, if any, printed.
 """
@@ -22,6 +27,7 @@ The two revisions' outputs are compared byte for byte and the difference, if any
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -55,6 +61,45 @@ def run(command: list[str], env: dict) -> tuple[float, float, subprocess.Complet
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall, done
+
+
+CONDITIONS_PROBE = r"""
+import json, os, sys
+sys.argv = ["aiadmit", *sys.argv[1:]]
+tree = os.environ["PYTHONPATH"]
+caches = []
+from webhook.app import diskcache
+if hasattr(diskcache, "DiskCache"):
+    original = diskcache.DiskCache.__init__
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        caches.append(self)
+    diskcache.DiskCache.__init__ = init
+from webhook.app import cli
+try:
+    cli.entry()
+except SystemExit:
+    pass
+modules = [m for m in list(sys.modules.values()) if (getattr(m, "__file__", None) or "").startswith(tree)
+           and m.__file__.endswith(".py")]
+compiled = [m for m in modules if getattr(m, "__cached__", None) and os.path.exists(m.__cached__)]
+print(json.dumps({"dont_write_bytecode": bool(sys.flags.dont_write_bytecode), "modules": len(modules),
+                  "from_pyc": len(compiled), "cache_dir": caches[0].directory if caches else None,
+                  "hits": sum(c.hits for c in caches), "misses": sum(c.misses for c in caches)}), file=sys.stderr)
+"""
+
+
+def conditions(command: list[str], env: dict) -> str:
+    """What decides a one-file figure, from one probe run of COMMAND's audit: bytecode and the disk cache."""
+    done = subprocess.run([command[0], "-c", CONDITIONS_PROBE, *command[3:]], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=env.get("PYTHONPATH") or None)
+    try:
+        found = json.loads(done.stderr.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return f"probe failed: {done.stderr[-500:]}"
+    return (f"bytecode: PYTHONDONTWRITEBYTECODE {'set' if found['dont_write_bytecode'] else 'unset'}, "
+            f"{found['from_pyc']} of {found['modules']} modules of the tree had a .pyc; disk cache "
+            f"{found['cache_dir'] or 'off'}: {found['hits']} hits, {found['misses']} misses")
 
 
 def importtime(command: list[str], env: dict, top: int, runs: int = 5) -> list[tuple[int, int, str]]:
@@ -106,6 +151,7 @@ def main() -> int:
             if b"Traceback" in done.stderr:
                 print(f"{name}: {done.stderr.decode(errors='replace')[-2000:]}", file=sys.stderr)
                 return 2
+        facts = {name: conditions(*commands[name]) for name in commands if name.startswith("audit")}
         samples: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
         names = list(commands)
         for round_number in range(args.rounds):
@@ -124,6 +170,8 @@ def main() -> int:
             walls = [wall for _, wall in samples[name]]
             print(f"| {name} | {statistics.median(cpus):.3f} | {min(cpus):.3f} | "
                   f"{statistics.median(walls):.3f} | {min(walls):.3f} |")
+        for name, found in facts.items():
+            print(f"{name}: {found}")
         audits = [name for name in names if name.startswith("audit")]
         same = outputs[audits[0]] == outputs[audits[1]]
         print(f"\noutputs of the two revisions byte-identical: {same}")
