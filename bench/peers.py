@@ -251,7 +251,9 @@ def main() -> int:
             tools.append(("kyverno apply (1 policy)", args.kyverno_version or version([args.kyverno, "version"]),
                           lambda target: [args.kyverno, "apply", kyverno_policy, "--resource", target]))
 
-        targets = [("one Pod", pod)] + ([("corpus", corpus), ("corpus x10", tenfold(corpus, scratch))] if corpus else [])
+        targets = [("one Pod", pod)]
+        if corpus:
+            targets += [("corpus", corpus), ("corpus x10", tenfold(corpus, scratch))]
         if args.only_targets:
             wanted = {name.strip() for name in args.only_targets.split(",")}
             targets = [(label, target) for label, target in targets if label in wanted]
@@ -269,7 +271,7 @@ def main() -> int:
                         continue  # one file never forks
                     wall, cpu, code = run(command(target), env)
                     samples.setdefault((label, name), []).append((wall, cpu, code))
-        print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {args.rounds} rounds, median and best CPU of each; "
+        print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {args.rounds} rounds, median and best CPU; "
               f"load average {os.getloadavg()[0]:.1f}")
         print("| input | tool | version | CPU s median (user+sys) | CPU s best | wall s median | exit |")
         print("|---|---|---|---:|---:|---:|---|")
