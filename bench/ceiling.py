@@ -7,7 +7,8 @@ within 1.5 of the bare handler's, on the denied sample (examples/pytorchjob-gpu.
 (examples/pytorchjob-gpu-compliant.json). aiadmit runs as `aiadmit serve --dev --no-cluster` of this tree (its
 default serving stack, 2 workers); the bare handler under gunicorn gthread, 2 workers x 4 threads, with the same dev
 certificates; both on loopback, driven by bench/load.py (8 keep-alive connections, 2 client processes, 2 s warm-up
-discarded) on the same two cores. Every round runs each (server, review) pair once saturated and once at the rate,
+discarded) on the same two cores; at the rate, the servers' own CPU (master and workers, from /proc) per review
+served (the warm-up's reviews counted as the rate times 2 s). Every round runs each (server, review) pair once saturated and once at the rate,
 in an order that alternates between rounds. Prints the median of each figure, the ratios, and the load average.
 `--serve-arg` passes an option to aiadmit's server (to measure, e.g., `--workers 4`).
 """
@@ -26,6 +27,28 @@ from served import ROOT, load, serve, stop, wait_listening
 HERE = os.path.dirname(os.path.abspath(__file__))
 REVIEWS = {"denied": os.path.join(ROOT, "examples", "pytorchjob-gpu.json"),
            "compliant": os.path.join(ROOT, "examples", "pytorchjob-gpu-compliant.json")}
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process `pid` and its children (a gunicorn master and workers)."""
+    total = 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
+    for child in [pid] + _children(pid):
+        try:
+            with open(f"/proc/{child}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            return [int(p) for p in handle.read().split()]
+    except OSError:
+        return []
 
 
 def serve_bare(port: int, certs: str) -> subprocess.Popen:
@@ -55,8 +78,13 @@ def main() -> None:
             for server, review in (pairs if round_number % 2 == 0 else pairs[::-1]):
                 process, port = servers[server]
                 for mode in ("saturate", "rate"):
+                    before = tree_cpu(process.pid)
                     out = load(port, mode, args.duration, args.rate, server_pid=process.pid, warmup=2,
                                review=REVIEWS[review])
+                    served = (out.get("ok") or 0) + (args.rate * 2 if mode == "rate" else 0)  # + the warm-up's
+                    if mode == "rate" and served:
+                        samples.setdefault((server, review, f"server CPU µs per review at {args.rate:.0f}/s"),
+                                           []).append((tree_cpu(process.pid) - before) / served * 1e6)
                     if mode == "saturate":
                         samples.setdefault((server, review, "reviews/s"), []).append(out.get("reviews_per_s") or 0)
                         samples.setdefault((server, review, "saturated p99 ms"), []).append(out.get("p99_ms") or 0)

@@ -1,0 +1,126 @@
+"""What one admission review costs inside the process, piece by piece: instructions (callgrind) per request.
+
+    python3 bench/review_cost.py [--requests 300]     # instructions per request, by variant
+    python3 bench/review_cost.py --collector [--requests 15000]   # the cyclic collector's pauses, with gc.freeze()
+
+Each request goes through the real Flask app (webhook/app/server.py's `create_app`, the built-in bundle, the JSON
+log line to /dev/null) by Flask's test client: no TLS, no sockets, so what differs between the variants is
+aiadmit's own work. Variants: the full review; without the log line; without the metrics; without pausing the
+collector; the bare handler (bench/bare_handler.py). A variant's cost is (instructions of N requests - those of 0
+requests) / N, both after 50 warm-up requests, on examples/pytorchjob-gpu.json (denied) and examples/configmap.json
+(no policy applies). `--collector` times every collection (gc.callbacks) over N reviews, plain and after
+`gc.collect(); gc.freeze()` of what the process holds once loaded, with the latency percentiles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def client(variant: str):
+    sys.path.insert(0, ROOT)
+    from webhook.app import metrics, server
+    from webhook.engine.core import Engine
+
+    if variant == "bare":
+        sys.path.insert(0, HERE)
+        import bare_handler
+
+        return bare_handler.app.test_client()
+    server.setup_logging()
+    logging.getLogger("aiadmit").handlers[0].stream = open(os.devnull, "w")
+    if variant == "no log line":
+        server._log = lambda *args: None
+    if variant == "no metrics":
+        metrics.Metrics.observe = lambda *args: None
+    if variant == "no collector pause":
+        server.collector_paused = contextlib.nullcontext
+    return server.create_app(server.EngineSource(Engine.load().prepare())).test_client()
+
+
+def child(variant: str, review: str, count: int) -> None:
+    """The probe run under callgrind: 50 warm-up requests, then `count`."""
+    test = client(variant)
+    with open(os.path.join(ROOT, "examples", review), "rb") as handle:
+        body = handle.read()
+    for _ in range(50 + count):
+        test.post("/validate", data=body, content_type="application/json")
+
+
+def instructions(variant: str, review: str, count: int) -> int:
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+                           __file__, "--child", variant, review, str(count)], capture_output=True, text=True,
+                          timeout=3600)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if not found:
+        raise SystemExit(f"callgrind gave no count: {done.stderr[-1000:]}")
+    return int(found.group(1))
+
+
+def collector(count: int) -> None:
+    for frozen in (False, True):
+        code = f"""
+import gc, sys, time
+sys.argv = [{__file__!r}]
+sys.path.insert(0, {HERE!r})
+import review_cost
+test = review_cost.client("full")
+if {frozen}:
+    gc.collect(); gc.freeze()
+body = open({os.path.join(ROOT, "examples", "pytorchjob-gpu.json")!r}, "rb").read()
+pauses, start = {{0: [], 1: [], 2: []}}, [0.0]
+def timed(phase, info):
+    if phase == "start": start[0] = time.perf_counter()
+    else: pauses[info["generation"]].append((time.perf_counter() - start[0]) * 1000)
+gc.callbacks.append(timed)
+latencies = []
+for _ in range({count}):
+    began = time.perf_counter()
+    test.post("/validate", data=body, content_type="application/json")
+    latencies.append((time.perf_counter() - began) * 1000)
+latencies.sort()
+n = len(latencies)
+print("gc.freeze()" if {frozen} else "plain", "tracked", len(gc.get_objects()), "collections (count, max ms):",
+      {{g: (len(p), round(max(p), 2) if p else 0) for g, p in pauses.items()}},
+      "p50 %.2f p99 %.2f max %.2f ms" % (latencies[n // 2], latencies[int(n * .99)], latencies[-1]))
+"""
+        subprocess.run([sys.executable, "-c", code], timeout=3600)
+
+
+def main() -> int:
+    if sys.argv[1:2] == ["--child"]:
+        child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=0)
+    parser.add_argument("--collector", action="store_true")
+    args = parser.parse_args()
+    if args.collector:
+        collector(args.requests or 15000)
+        return 0
+    if shutil.which("valgrind") is None:
+        print("skipped: valgrind is not installed (apt-get install valgrind)")
+        return 0
+    count = args.requests or 300
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; instructions per request, {count} requests")
+    for review in ("pytorchjob-gpu.json", "configmap.json"):
+        for variant in ("full", "no log line", "no metrics", "no collector pause", "bare"):
+            cost = (instructions(variant, review, count) - instructions(variant, review, 0)) / count
+            print(f"{review:<22} {variant:<20} {cost:>12,.0f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
