@@ -23,7 +23,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from peers import POD, tenfold  # noqa: E402
+from peers import copy_corpus, tenfold, write_pod  # noqa: E402
 from startup import unpack  # noqa: E402
 
 
@@ -46,12 +46,8 @@ def main() -> int:
         return 0
     scratch = tempfile.mkdtemp(prefix="aiadmit-instructions-")
     try:
-        pod = os.path.join(scratch, "pod.yaml")
-        with open(pod, "w") as handle:
-            handle.write(POD)
-        corpus = os.path.join(scratch, "corpus")
-        shutil.copytree(args.corpus, corpus, ignore=shutil.ignore_patterns("_unparseable"))
-        ten = tenfold(corpus, scratch)
+        pod = write_pod(scratch)
+        ten = tenfold(copy_corpus(args.corpus, scratch), scratch)
         trees = {f"base {args.base}": unpack(args.base, scratch), "work tree": ROOT}
         floor = dict(os.environ)
         floor.pop("PYTHONDONTWRITEBYTECODE", None)

@@ -156,6 +156,21 @@ def build_go_peer(name: str, spec: tuple[str, str, str, str], log) -> tuple[Opti
     return binary, ""
 
 
+def write_pod(into: str) -> str:
+    """POD as a file in `into`: the one-file input every start-up bench uses."""
+    path = os.path.join(into, "pod.yaml")
+    with open(path, "w") as handle:
+        handle.write(POD)
+    return path
+
+
+def copy_corpus(corpus: str, into: str) -> str:
+    """The corpus without `_unparseable/` (its one file that is not YAML on purpose), copied into `into`."""
+    target = os.path.join(into, "corpus")
+    shutil.copytree(corpus, target, ignore=shutil.ignore_patterns("_unparseable"))
+    return target
+
+
 def tenfold(corpus: str, into: str) -> str:
     """The corpus copied ten times (copy0 ... copy9), as the issue measured it."""
     target = os.path.join(into, "tenfold")
@@ -195,9 +210,7 @@ def main() -> int:
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed tools run: bytecode cache allowed
     scratch = tempfile.mkdtemp(prefix="aiadmit-peers-")
     try:
-        pod = os.path.join(scratch, "pod.yaml")
-        with open(pod, "w") as handle:
-            handle.write(POD)
+        pod = write_pod(scratch)
         policy_dir = os.path.join(scratch, "gator")
         os.mkdir(policy_dir)
         with open(os.path.join(policy_dir, "template.yaml"), "w") as handle:
@@ -207,8 +220,7 @@ def main() -> int:
             handle.write(KYVERNO_POLICY)
         corpus = None
         if not args.no_corpus and os.path.isdir(args.corpus):
-            corpus = os.path.join(scratch, "corpus")
-            shutil.copytree(args.corpus, corpus, ignore=shutil.ignore_patterns("_unparseable"))
+            corpus = copy_corpus(args.corpus, scratch)
         skipped = []
         go_peers = {}
         for name, spec in (("kube-linter", KUBE_LINTER), ("kube-score", KUBE_SCORE)):
