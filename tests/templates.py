@@ -13,6 +13,8 @@ from typing import Optional
 
 from webhook.k8s.workload import KindSpec, TemplateSpec, kind_table
 from webhook.model import pointer as jp
+from webhook.model.facts import OfflineFacts
+from webhook.model.resource import Resource
 
 VERSIONS = {"": "v1", "apps": "apps/v1", "batch": "batch/v1"}
 
@@ -122,3 +124,14 @@ def locations() -> list[Location]:
 def first_location(group: str, kind: str) -> Location:
     spec = kind_table()[(group, kind)]
     return Location(spec, spec.templates[0])
+
+
+def untrusted_facts(namespace: str = "tenant") -> OfflineFacts:
+    """Facts that know one namespace, of tier untrusted."""
+    return OfflineFacts([Resource({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": namespace, "labels": {"aiadmit.dev/tier": "untrusted"}}})])
+
+
+def judges(policy, kind: str) -> bool:
+    """Whether `policy` judges objects of `kind` at all (its match names the kind or does not exclude it)."""
+    return kind not in policy.match.exclude_kinds and (not policy.match.kinds or kind in policy.match.kinds)

@@ -7,12 +7,13 @@ devices-declared; its safe twin at the same place must not be. The real engine a
 """
 
 import copy
+import os
 
 import pytest
 import yaml
 
 from serverproc import make_review
-from templates import first_location, locations
+from templates import first_location, locations, untrusted_facts
 from webhook.app import admission
 from webhook.engine.core import Engine
 from webhook.language.bundle import DEFAULT_CONFIG_FILE
@@ -180,7 +181,7 @@ def test_a_configmap_that_carries_a_device_variable_is_denied_when_written(engin
 
 
 def test_configmaps_are_sent_to_the_validating_webhook_and_the_device_names_agree():
-    root = __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for path in ("manifests/base/webhooks.yaml", "charts/aiadmit/templates/webhooks.yaml"):
         text = open(f"{root}/{path}", encoding="utf-8").read()
         validating = text.split("kind: MutatingWebhookConfiguration")[0]
@@ -204,11 +205,6 @@ def test_an_untrusted_container_may_not_load_a_whole_secret_and_elsewhere_it_is_
 
 
 # ------------------------------------------------------------------------------------------------ sharing
-def untrusted_facts():
-    return OfflineFacts([Resource({"apiVersion": "v1", "kind": "Namespace",
-                                   "metadata": {"name": "tenant", "labels": {"aiadmit.dev/tier": "untrusted"}}})])
-
-
 SHARING = {
     "MIG slice time-shared": ({"containers": [container(resources={"limits": {"nvidia.com/mig-1g.10gb.shared": 1}})]},
                               "no-shared-devices"),

@@ -10,9 +10,10 @@ no sandbox, in an untrusted namespace, created by a trusted controller's identit
 import pytest
 
 from serverproc import make_review
-from templates import first_location, locations
+from templates import first_location, judges, locations, untrusted_facts
 from webhook.app import admission
 from webhook.engine.core import Engine
+from webhook.k8s.kindnames import table_data
 from webhook.k8s.provenance import derivations, kind_name
 from webhook.k8s.workload import Classification, build_workload, kind_table
 from webhook.model.facts import OfflineFacts
@@ -28,11 +29,6 @@ ESCAPE = {"hostPID": True, "volumes": [{"name": "root", "hostPath": {"path": "/"
 CHILD_KINDS = sorted({child for children in derivations().values() for child in children})
 
 
-def judges(policy, kind):
-    """Whether `policy` judges objects of `kind` at all (its match names the kind or does not exclude it)."""
-    return kind not in policy.match.exclude_kinds and (not policy.match.kinds or kind in policy.match.kinds)
-
-
 @pytest.fixture(scope="module")
 def engine():
     return Engine.load()
@@ -40,8 +36,7 @@ def engine():
 
 @pytest.fixture(scope="module")
 def facts():
-    return OfflineFacts([Resource({"apiVersion": "v1", "kind": "Namespace", "metadata": {
-        "name": "tenant", "labels": {"aiadmit.dev/tier": "untrusted"}}})])
+    return untrusted_facts()
 
 
 def child_location(name):
@@ -99,8 +94,7 @@ def test_what_a_controller_merges_from_a_runtime_is_judged_whole_in_its_namespac
     """A TrainJob's JobSet is its (Cluster)TrainingRuntime's template, which was checked with no tier; KServe's
     Deployments merge a (Cluster)ServingRuntime: judged in the namespace's tier as if the tenant had written them."""
     kind, _, group = partly.partition(".")
-    partial = {entry["kind"]: entry.get("derivesPartly") for entry in __import__(
-        "webhook.k8s.kindnames", fromlist=["table_data"]).table_data()["kinds"]}[kind]
+    partial = {entry["kind"]: entry.get("derivesPartly") for entry in table_data()["kinds"]}[kind]
     assert partial, f"{partly} lists what it derives in part"
     for child in partial:
         obj = child_location(child).build(ESCAPE, namespace="tenant", owner=owner_ref(group, kind))

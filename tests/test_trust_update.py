@@ -11,15 +11,12 @@ import copy
 import pytest
 
 from serverproc import make_review
-from templates import locations
+from templates import judges, locations, untrusted_facts
 from webhook.app import admission
 from webhook.engine.core import Engine
-from webhook.model.facts import OfflineFacts
 from webhook.model.resource import Resource
 
 IMAGE = "registry.example/x@sha256:" + "a" * 64
-NAMESPACE = {"apiVersion": "v1", "kind": "Namespace",
-             "metadata": {"name": "tenant", "labels": {"aiadmit.dev/tier": "untrusted"}}}
 
 
 def spec(caps=("NET_BIND_SERVICE",), host_path="/var/log/app", shared=("nvidia.com/gpu.shared",), devices="0",
@@ -48,29 +45,22 @@ NOT_WIDER = {
 }
 
 
-def judges(policy, kind):
-    """Whether `policy` judges objects of `kind` at all (its match names the kind or does not exclude it)."""
-    return kind not in policy.match.exclude_kinds and (not policy.match.kinds or kind in policy.match.kinds)
-
-
 @pytest.fixture(scope="module")
 def engine():
     return Engine.load()
 
 
-@pytest.fixture(scope="module")
-def facts():
-    return OfflineFacts([Resource(NAMESPACE)])
+FACTS = untrusted_facts()
 
 
-def update(engine, facts, location, old_spec, new_spec):
+def update(engine, location, old_spec, new_spec):
     old = location.build(old_spec, namespace="tenant")
     new = location.build(new_spec, namespace="tenant")
-    return admission.validate(engine, make_review(new, "UPDATE", old)["request"], facts)
+    return admission.validate(engine, make_review(new, "UPDATE", old)["request"], FACTS)
 
 
 @pytest.mark.parametrize("widening", sorted(WIDENINGS))
-def test_a_wider_violation_is_a_new_one_at_every_location(engine, facts, widening):
+def test_a_wider_violation_is_a_new_one_at_every_location(engine, widening):
     change, rule, per_container = WIDENINGS[widening]
     admitted = []
     for location in locations():
@@ -79,31 +69,31 @@ def test_a_wider_violation_is_a_new_one_at_every_location(engine, facts, widenin
         policies = {p.id for p in engine.policies if judges(p, location.kind.kind)}
         if not {"untrusted-hardening", "untrusted-gpu-isolation", "devices-declared"} & policies:
             continue
-        old = engine.evaluate(Resource(location.build(spec(), namespace="tenant")), facts)
+        old = engine.evaluate(Resource(location.build(spec(), namespace="tenant")), FACTS)
         if rule not in {f.rule for f in old.findings if f.blocking}:
             continue  # the kind is not judged by this rule (TrainJob is not hardened itself)
-        outcome = update(engine, facts, location, spec(), spec(**change))
+        outcome = update(engine, location, spec(), spec(**change))
         if outcome.response["allowed"]:
             admitted.append(location.name)
     assert not admitted, f"{widening} was admitted as 'already present' at: {admitted}"
 
 
 @pytest.mark.parametrize("change", sorted(NOT_WIDER))
-def test_the_same_or_a_narrower_violation_stays_a_warning(engine, facts, change):
+def test_the_same_or_a_narrower_violation_stays_a_warning(engine, change):
     denied = []
     for location in locations():
         if not location.has_pod_spec:
             continue
-        outcome = update(engine, facts, location, spec(), spec(**NOT_WIDER[change]))
+        outcome = update(engine, location, spec(), spec(**NOT_WIDER[change]))
         if not outcome.response["allowed"]:
             denied.append(f"{location.name}: {outcome.denied_policies}")
     assert not denied, f"{change} was denied at: {denied}"
 
 
-def test_widening_in_a_list_item_is_new_but_reordering_the_same_items_is_not(engine, facts):
+def test_widening_in_a_list_item_is_new_but_reordering_the_same_items_is_not(engine):
     location = next(l for l in locations() if l.kind.kind == "Pod")
     two = spec(caps=("NET_BIND_SERVICE", "CHOWN"))
     swapped = copy.deepcopy(two)
     swapped["containers"][0]["securityContext"]["capabilities"]["add"].reverse()
-    assert update(engine, facts, location, two, swapped).response["allowed"]
-    assert not update(engine, facts, location, two, spec(caps=("NET_BIND_SERVICE", "NET_RAW"))).response["allowed"]
+    assert update(engine, location, two, swapped).response["allowed"]
+    assert not update(engine, location, two, spec(caps=("NET_BIND_SERVICE", "NET_RAW"))).response["allowed"]
