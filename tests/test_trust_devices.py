@@ -101,7 +101,7 @@ NODE_PATHS = {
         "preferred", {"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]})}, "node-affinity",
         {"tolerations": TOLERATE_GPU}),
     "matchFields": ({"affinity": affinity("required", fields=[{"key": "metadata.name", "operator": "In",
-                                                               "values": ["gpu-node"]}])}, "node-name",
+                                                               "values": ["gpu-node"]}])}, "node-fields",
                     {"affinity": affinity("required", fields=[{"key": "metadata.name", "operator": "In",
                                                                "values": ["cpu-node"]}])}),
     "nodeName": ({"nodeName": "a100"}, "node-name", {"nodeName": "cpu-node"}),
