@@ -303,9 +303,9 @@ class LiveFacts:
             except ApiException as exc:
                 if exc.status == 410:
                     continue  # expired resourceVersion: re-list at once
-                if exc.status == 404 and cache.optional:  # the CRD is not installed: none exist; look again later
-                    cache.replace([], None)
-                    self._stop.wait(min(self.resync, self.max_age / 2))
+                if exc.status == 404 and cache.optional:  # the CRD is not installed: none exist; ask again as often
+                    cache.replace([], None)               # as a watch would have renewed (fresh, and Kueue found soon)
+                    self._stop.wait(self.watch_seconds)
                     continue
                 self._failed(cache, f"API error {exc.status}: {exc.reason}")
             except Exception as exc:  # network errors, timeouts, bad payloads: retry with backoff
