@@ -31,7 +31,7 @@ def test_future_deadline_changes_nothing():
 
 
 def test_a_pod_no_policy_applies_to_never_checks_the_clock():
-    plain = Resource({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+    plain = Resource({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}})
     assert Engine.load().evaluate(plain, deadline=time.monotonic() - 1).findings == []
 
 

@@ -47,6 +47,9 @@ def synced_facts(clock=None):
                                             "12")
     facts.caches["runtimeclasses"].replace([wire(client.V1RuntimeClass(metadata=meta("gvisor"), handler="runsc"))],
                                            "13")
+    facts.caches["nodes"].replace([wire(client.V1Node(metadata=meta("n1", labels={"nvidia.com/gpu.present": "true"})))],
+                                  "14")
+    facts.caches["localqueues"].replace([], None)  # Kueue not installed (the API served 404)
     container = client.V1Container(
         name="vllm", image="vllm/vllm-openai:v0.6.0", command=["python3", "-m", "vllm"],
         env=[client.V1EnvVar(name="HF_TOKEN", value="hf_secret")],

@@ -122,7 +122,8 @@ def test_device_variable_through_envfrom_configmap_is_denied(engine):
 def test_envfrom_prefix_makes_the_device_variable(engine):
     facts = OfflineFacts([Resource(configmap({"VISIBLE_DEVICES": "all"}))])
     found = devices_findings(engine, cpu_pod([{"prefix": "NVIDIA_", "configMapRef": {"name": "devices"}}]), facts)
-    assert [f.rule for f in found] == ["visible-devices-env-from"]
+    # ... and the prefix itself is refused: an edit of the ConfigMap after admission would make one (issue 21)
+    assert sorted(f.rule for f in found) == ["env-from-device-prefix", "visible-devices-env-from"]
 
 
 def test_envfrom_secret_in_the_same_input_is_resolved(engine):
@@ -145,10 +146,11 @@ def test_unknown_envfrom_source_is_a_warning(engine):
     assert "ConfigMap elsewhere" in found[0].message and "Secret s" in found[0].message
 
 
-def test_envfrom_with_a_device_request_is_fine(engine):
+def test_envfrom_unknown_beside_a_device_request_is_still_a_warning(engine):
+    """Issue 21: NVIDIA_VISIBLE_DEVICES=all beside one GPU is every GPU, so an unreadable source is said there too."""
     pod = cpu_pod([{"configMapRef": {"name": "elsewhere"}}])
     pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 1
-    assert devices_findings(engine, pod, OfflineFacts([])) == []
+    assert [(f.rule, f.action) for f in devices_findings(engine, pod, OfflineFacts([]))] == [("env-from-unknown", "warn")]
 
 
 def test_live_facts_resolve_configmaps_from_a_projection_that_keeps_little():

@@ -425,8 +425,11 @@ def test_failure_policies_when_the_webhook_is_down(apiserver, webhook, gpu_names
         assert stored(apiserver, "pod", "while-down", gpu_namespace) is None
         log = apiserver.logs["kube-apiserver"].read_text(errors="replace")
         assert f"Failed calling webhook, failing open {MUTATE}" in log
-        # Kinds outside the rules are never sent: a ConfigMap is created while no replica answers.
-        apiserver.kubectl("create", "configmap", "unaffected", "-n", gpu_namespace)
+        # Kinds outside the rules are never sent: a Secret is created while no replica answers. ConfigMaps are
+        # validated (a device variable in one reaches pods: docs/security.md, invariant e), so they fail closed too.
+        apiserver.kubectl("create", "secret", "generic", "unaffected", "-n", gpu_namespace)
+        refused = apiserver.kubectl("create", "configmap", "refused", "-n", gpu_namespace, check=False)
+        assert refused.returncode == 1 and f'failed calling webhook "{VALIDATE}"' in refused.stderr, refused.stderr
     finally:
         webhook.start()
     sees(lambda: webhook_denies(apiserver, gpu_namespace), "the restarted webhook to be called")

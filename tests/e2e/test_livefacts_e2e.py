@@ -42,6 +42,8 @@ def test_livefacts_syncs_and_follows_watch_events(apiserver, namespace):
         assert [q["metadata"]["name"] for q in facts.resource_quotas(namespace)] == ["gpus"]
         assert f"ai-batch-{suffix}" in facts.priority_classes()
         assert facts.runtime_classes() is not None
+        assert facts.nodes() is not None  # the nodes of the cluster, by name (labels only)
+        assert facts.local_queues(namespace) == []  # Kueue's CRD absent (404) or no queue here: none, known
 
         client.NodeV1Api(api).create_runtime_class({"metadata": {"name": f"gvisor-{suffix}"}, "handler": "runsc"})
         core.patch_namespace(namespace, {"metadata": {"labels": {"aiadmit.dev/enforcement": "audit"}}})

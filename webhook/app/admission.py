@@ -6,11 +6,17 @@ read by inputs/review.py and the answer written by outputs/response.py.
 
 What is decided here, and why:
 - on UPDATE a violation the old object already had is demoted to a warning:
-  relabelling or scaling an old workload must never break it.
-- a requester listed in `trustedControllers` creating an object with a
-  controller ownerReference gets deny lowered to warn: its owner went through
-  this webhook. userInfo is set by the API server; an ownerReference is not
-  proof of anything (a user can write one), so it counts only with the requester.
+  relabelling or scaling an old workload must never break it. "Already had"
+  compares what offends, not only where: the same rule at the same field with
+  the same message, or a value there that is no wider than the old one (a
+  capability list that only shrank). `NET_BIND_SERVICE` becoming `SYS_ADMIN`,
+  or a hostPath `/var/log/app` becoming `/`, is a new violation.
+- a requester listed in `trustedControllers` creating an object whose
+  controller owner derives it wholly (kinds.yaml `derives`, k8s/provenance.py)
+  gets deny lowered to warn for the policies that judged that owner's kind:
+  the owner's check saw all of it. userInfo is set by the API server; an
+  ownerReference is not proof of anything (a user can write one), so it counts
+  only with the requester, and only for an owner kind this webhook checks.
 - `/mutate` answers a JSON Patch only when there is something to change, and
   only after the `jsonpatch` library applied it to a copy of the object and got
   what the engine computed (`check_patch`, independent of the code that built
@@ -27,7 +33,9 @@ from typing import Optional
 from webhook.engine.core import Engine
 from webhook.engine.deadline import check_deadline, copy_json
 from webhook.inputs.review import CHECKED_OPERATIONS, CHECKED_SUBRESOURCES, SKIPPED_OPERATIONS, resource_of
+from webhook.k8s.provenance import deriving_owner
 from webhook.k8s.workload import ShapeError, build_workload
+from webhook.model import pointer as jp
 from webhook.model.facts import ClusterFacts
 from webhook.model.findings import Finding
 from webhook.outputs.response import (Outcome, allow, deny, deny_message, fit_warnings, one_line, patched,
@@ -55,15 +63,36 @@ def _precheck(request: dict) -> Optional[Outcome]:
 
 
 # ---------------------------------------------------------------------- trust
-def trusted_requester(request: dict, patterns: tuple[str, ...]) -> bool:
-    """A configured controller identity creating an object it controls (see module docstring)."""
+def trusted_owner(request: dict, patterns: tuple[str, ...], group: str, kind: str) -> Optional[str]:
+    """The kind of the owner whose check covers this CREATE by a configured controller identity, else None
+    (see module docstring)."""
+    if request.get("operation") != "CREATE":
+        return None
     user = request.get("userInfo") if isinstance(request.get("userInfo"), dict) else {}
     username = user.get("username")
     if not isinstance(username, str) or not any(fnmatch.fnmatchcase(username, p) for p in patterns):
+        return None
+    owner = deriving_owner(request["object"], group, kind)
+    return owner[1] if owner else None
+
+
+# ---------------------------------------------------------------------- update
+def _not_wider(new, old) -> bool:
+    """Whether the value a finding points at offends no more than before: the same, or a list that only lost items."""
+    if new == old:
+        return True
+    return isinstance(new, list) and isinstance(old, list) and all(item in old for item in new)
+
+
+def _already_there(finding: Finding, before: dict, new_obj: dict, old_obj: dict) -> bool:
+    """Whether the old object had this violation: same policy, rule, field and result, and the same message or a
+    value at the field no wider than the old one (module docstring)."""
+    old = before.get(finding.key())
+    if not old:
         return False
-    metadata = request["object"].get("metadata")
-    owners = metadata.get("ownerReferences") if isinstance(metadata, dict) else None
-    return isinstance(owners, list) and any(isinstance(o, dict) and o.get("controller") is True for o in owners)
+    if any(message == finding.message for message in old):
+        return True
+    return _not_wider(jp.resolve(new_obj, finding.pointer), jp.resolve(old_obj, finding.pointer))
 
 
 # ---------------------------------------------------------------------- validate
@@ -79,24 +108,28 @@ def validate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None
         return deny(request, f"aiadmit cannot check {resource.describe()}: {detail}", code=400,
                     outcome="invalid", findings=evaluation.findings)
     findings = evaluation.findings
-    pre_existing: set = set()
+    before: dict = {}  # finding key -> the messages the old object's findings of that key had
+    old_obj: dict = {}
     if request.get("operation") == "UPDATE" and isinstance(request.get("oldObject"), dict):
-        old = engine.evaluate(resource_of(request, "oldObject"), facts, deadline)
+        old_resource = resource_of(request, "oldObject")
+        old_obj = old_resource.obj
+        old = engine.evaluate(old_resource, facts, deadline)
         # A policy reading `oldObject` judges a change: on the old object (which has no old object of its own) its
         # verdict means nothing, and must not excuse the same finding on the new one as "already present".
         judges_change = {p.id for p in engine.policies if any("oldObject" in e.variables for e in p.expressions())}
-        pre_existing = {f.key() for f in old.findings if f.blocking and f.policy not in judges_change}
-    trusted = request.get("operation") == "CREATE" and trusted_requester(
-        request, engine.config.trusted_controllers)
+        for f in old.findings:
+            if f.blocking and f.policy not in judges_change:
+                before.setdefault(f.key(), []).append(f.message)
+    owner = trusted_owner(request, engine.config.trusted_controllers, resource.group, resource.kind)
     blocking: list[Finding] = []
     warnings: list[str] = []
     for count, finding in enumerate(findings):
         if not count % 4096:
             check_deadline(deadline)  # 30,000 containers make 360,000 findings: this loop too must stop in time
         if finding.blocking:
-            if finding.key() in pre_existing:
+            if before and _already_there(finding, before, resource.obj, old_obj):
                 warnings.append(warning(finding, "(already present before this update) "))
-            elif trusted:
+            elif owner is not None and engine.by_id[finding.policy].match.admits_kind(owner):
                 warnings.append(warning(finding, "(owner admitted by its controller) "))
             else:
                 blocking.append(finding)

@@ -33,7 +33,8 @@ PAGE_SIZE = 500
 # (group, kind) of the objects the cluster facts come from; HPAs and KEDA ScaledObjects are also audited
 # (inference-autoscaling).
 FACT_KINDS = (("", "Namespace"), ("", "ResourceQuota"), ("scheduling.k8s.io", "PriorityClass"),
-              ("node.k8s.io", "RuntimeClass"), ("autoscaling", "HorizontalPodAutoscaler"), ("keda.sh", "ScaledObject"))
+              ("node.k8s.io", "RuntimeClass"), ("autoscaling", "HorizontalPodAutoscaler"), ("keda.sh", "ScaledObject"),
+              ("", "Node"), ("kueue.x-k8s.io", "LocalQueue"))
 # The report APIs `--apply-reports` writes: apiVersion -> (namespaced plural, cluster-scoped plural).
 REPORT_APIS = {"wgpolicyk8s.io/v1alpha2": ("policyreports", "clusterpolicyreports"),
                "openreports.io/v1alpha1": ("reports", "clusterreports")}
@@ -183,13 +184,23 @@ def list_objects(api, resource: ApiResource, namespace: Optional[str] = None, pa
 
 
 class ListedFacts(OfflineFacts):
-    """OfflineFacts from complete listings: an empty RuntimeClass or PriorityClass list means none exist."""
+    """OfflineFacts from complete listings: an empty RuntimeClass or PriorityClass list means none exist, and a
+    namespace not listed is unknown (judged at the strictest tier)."""
+
+    complete = True
 
     def priority_classes(self):
         return super().priority_classes() or {}
 
     def runtime_classes(self):
         return super().runtime_classes() or []
+
+    def nodes(self):
+        return super().nodes() or {}
+
+    def local_queues(self, namespace):
+        found = super().local_queues(namespace)
+        return [] if found is None else found
 
 
 def audited_kinds(engine: Engine) -> set[tuple[str, str]]:

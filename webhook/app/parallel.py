@@ -102,11 +102,12 @@ def rebuild(resource: Resource, data: tuple) -> Evaluation:
 # A file worth more than this many bytes of text per process before forking pays.
 MIN_BYTES_PER_JOB = 128 * 1024
 _DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
+# Every kind model/facts.py's OfflineFacts reads (tests/test_parallel_files.py: the workers' answer is one process's).
 _FACT_NAMES = ("Namespace", "ResourceQuota", "PriorityClass", "RuntimeClass", "HorizontalPodAutoscaler",
-               "ScaledObject", "ConfigMap", "Secret")
+               "ScaledObject", "ConfigMap", "Secret", "Node", "LocalQueue")
 _FACT_KIND = re.compile(r"""\bkind["']?\s*:\s*(?:!!str\s+)?["']?"""
                         r"""(Namespace|ResourceQuota|PriorityClass|RuntimeClass|HorizontalPodAutoscaler"""
-                        r"""|ScaledObject|ConfigMap|Secret)\b""")
+                        r"""|ScaledObject|ConfigMap|Secret|Node|LocalQueue)\b""")
 
 
 def _fact_documents(text: str, path: str) -> list[Resource]:

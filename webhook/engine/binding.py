@@ -147,6 +147,10 @@ def cluster_facts(scope: Scope, needed: frozenset, classification: Classificatio
         cluster["runtimeClasses"] = facts.runtime_classes()
     if "hpaTarget" in needed:
         cluster["hpaTarget"] = _hpa_target(scope, classification)
+    if "nodes" in needed:
+        cluster["nodes"] = facts.nodes()
+    if "localQueues" in needed:
+        cluster["localQueues"] = facts.local_queues(resource.namespace)
     return cluster
 
 

@@ -118,6 +118,8 @@ class Engine:
         if not isinstance(resource.obj, dict) or self.config.excluded(resource.namespace):
             return scope, []
         namespace_labels = facts.namespace_labels(resource.namespace) if resource.namespace else None
+        if namespace_labels is None and resource.namespace and getattr(facts, "complete", False):
+            namespace_labels = self._unknown_namespace(resource.namespace, evaluation)
         try:
             scope.workload = build_workload(resource, self.config.classification, namespace_labels,
                                             partial(check_deadline, deadline) if deadline is not None else no_tick)
@@ -146,6 +148,14 @@ class Engine:
         evaluation.evaluated = bool(chosen) or scope.workload is not None
         evaluation.policies = tuple(p.id for p in chosen)
         return scope, chosen
+
+    def _unknown_namespace(self, namespace: str, evaluation: Evaluation) -> dict:
+        """The labels to judge by when facts that should know every namespace do not know this one (a cache stale
+        or not synced, a namespace created a moment ago): the strictest reading, tier `untrusted` and no enforcement
+        ceiling, said in a note (docs/security.md, invariant b). Never "no tier"."""
+        evaluation.notes.append(f"namespace {namespace}: its labels are unknown (cluster context stale or not yet "
+                                f"synced): judged at tier untrusted")
+        return {self.config.classification.tier_label: "untrusted"}
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, resource: Resource, facts: Optional[ClusterFacts] = None,

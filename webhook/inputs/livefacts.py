@@ -26,6 +26,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Optional
 
 from webhook.model.resource import Origin, Resource
@@ -37,6 +38,7 @@ MAX_AGE_SECONDS = 120   # beyond this without confirmation a cache answers "unkn
 RESYNC_SECONDS = 600    # full re-list, whatever the watch says
 TARGET_KINDS = {"Deployment": "deployments", "StatefulSet": "statefulsets"}
 FOUND_KINDS = {**TARGET_KINDS, "ConfigMap": "configmaps"}  # what `find` answers; never Secrets (see below)
+KUEUE = ("kueue.x-k8s.io", "v1beta1", "localqueues")  # Kueue's LocalQueues; a cluster without Kueue has none
 SHOWN_VALUE = 64  # characters of a ConfigMap value kept: a device variable's values are short words
 
 
@@ -69,6 +71,16 @@ def slim_workload(obj: dict) -> dict:
                                   "spec": slim_pod}}}
 
 
+def labels_projection(obj: dict) -> dict:
+    """Name, namespace and labels only: what a Node (devices-declared: is the node a pod is pinned to an accelerator
+    node?) or a LocalQueue (gang-admission, gpu-quota: does the queue a workload names exist?) is read for. A Node's
+    status (images, conditions) is most of its size and changes every few minutes; none of it is kept."""
+    meta = obj.get("metadata") or {}
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
+            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
+                         "labels": meta.get("labels") or {}}}
+
+
 def configmap_projection(obj: dict) -> dict:
     """What the devices-declared rules need of a ConfigMap loaded through envFrom: its string data, each value cut
     to SHOWN_VALUE characters (a longer one is replaced by its length: it is never a "no device" word, so it still
@@ -89,8 +101,9 @@ class Cache:
     """The current objects of one resource type, swapped whole on every change (readers never lock)."""
 
     def __init__(self, name: str, kind: str, api_version: str, project: Optional[Callable[[dict], dict]] = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, optional: bool = False):
         self.name = name
+        self.optional = optional  # a CRD's resource: while the API serves none (404), there are none of them
         self.kind = kind
         self.api_version = api_version
         self.project = project
@@ -100,6 +113,7 @@ class Cache:
         self.confirmed: Optional[float] = None
         self.resource_version: Optional[str] = None
         self.failures = 0
+        self._view: Optional[tuple] = None
 
     def _prepare(self, obj: dict) -> dict:
         obj = dict(obj)
@@ -139,6 +153,14 @@ class Cache:
     def age(self) -> Optional[float]:
         return None if self.confirmed is None else self.clock() - self.confirmed
 
+    def view(self, make: Callable[[dict], Any]) -> Any:
+        """`make(items)`, remembered until the items change: a map of every Node is built once per change, not per
+        review."""
+        items = self.items
+        if self._view is None or self._view[0] is not items:
+            self._view = (items, make(items))
+        return self._view[1]
+
     def fresh(self, max_age: float) -> bool:
         age = self.age()
         return self.synced and age is not None and age <= max_age
@@ -152,6 +174,8 @@ class _Source:
 
 class LiveFacts:
     """`ClusterFacts` from list+watch caches; `start()` runs one daemon thread per resource type."""
+
+    complete = True  # every namespace is listed: one it cannot answer for is unknown, never one without a tier
 
     def __init__(self, api_client=None, max_age: float = MAX_AGE_SECONDS, resync: float = RESYNC_SECONDS,
                  watch_seconds: int = WATCH_SECONDS, clock: Callable[[], float] = time.monotonic):
@@ -168,6 +192,9 @@ class LiveFacts:
             "deployments": Cache("deployments", "Deployment", "apps/v1", slim_workload, clock=clock),
             "statefulsets": Cache("statefulsets", "StatefulSet", "apps/v1", slim_workload, clock=clock),
             "configmaps": Cache("configmaps", "ConfigMap", "v1", configmap_projection, clock=clock),
+            "nodes": Cache("nodes", "Node", "v1", labels_projection, clock=clock),
+            "localqueues": Cache("localqueues", "LocalQueue", f"{KUEUE[0]}/{KUEUE[1]}", labels_projection,
+                                 clock=clock, optional=True),
         }
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -198,6 +225,15 @@ class LiveFacts:
         cache = self._fresh("runtimeclasses")
         return None if cache is None else sorted(name for (_, name) in cache.items)
 
+    def nodes(self) -> Optional[dict[str, dict]]:
+        cache = self._fresh("nodes")
+        return None if cache is None else cache.view(lambda items: {
+            name: (obj.get("metadata") or {}).get("labels") or {} for (_, name), obj in items.items()})
+
+    def local_queues(self, namespace: str) -> Optional[list[str]]:
+        cache = self._fresh("localqueues")
+        return None if cache is None else sorted(name for (ns, name) in cache.items if ns == namespace)
+
     def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]:
         resource = FOUND_KINDS.get(kind)
         cache = self._fresh(resource) if resource else None
@@ -225,6 +261,9 @@ class LiveFacts:
             _Source(self.caches["deployments"], apps.list_deployment_for_all_namespaces),
             _Source(self.caches["statefulsets"], apps.list_stateful_set_for_all_namespaces),
             _Source(self.caches["configmaps"], core.list_config_map_for_all_namespaces),
+            _Source(self.caches["nodes"], core.list_node),
+            _Source(self.caches["localqueues"],
+                    partial(client.CustomObjectsApi(self.api_client).list_cluster_custom_object, *KUEUE)),
         ]
 
     def start(self) -> "LiveFacts":
@@ -264,6 +303,10 @@ class LiveFacts:
             except ApiException as exc:
                 if exc.status == 410:
                     continue  # expired resourceVersion: re-list at once
+                if exc.status == 404 and cache.optional:  # the CRD is not installed: none exist; ask again as often
+                    cache.replace([], None)               # as a watch would have renewed (fresh, and Kueue found soon)
+                    self._stop.wait(self.watch_seconds)
+                    continue
                 self._failed(cache, f"API error {exc.status}: {exc.reason}")
             except Exception as exc:  # network errors, timeouts, bad payloads: retry with backoff
                 self._failed(cache, f"{type(exc).__name__}: {exc}")

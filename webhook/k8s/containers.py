@@ -174,3 +174,23 @@ def check_metadata(metadata: Any, pointer: str) -> None:
                 raise ShapeError(f"{where}/{jp.escape(str(key))}",
                                  f"metadata.{name}[{shown}] must be a string, not {type(item).__name__}"
                                  if isinstance(key, str) else f"metadata.{name} keys must be strings, not {shown}")
+
+
+def copied_metadata(obj: dict, base: str, copies: tuple, own: dict) -> dict:
+    """The pod metadata an operator makes from the maps at `copies` (kinds.yaml: their labels and annotations, later
+    ones winning) and the template's own: what policies read as `podMeta`. KServe's `spec.predictor.annotations`
+    reach the pods, so a fraction annotation there is read as the pod's (docs/security.md, invariant a)."""
+    merged: dict = {"labels": {}, "annotations": {}}
+    for rel in copies + (None,):
+        if rel is None:
+            source, pointer = own, None
+        else:
+            pointer = jp.relative(base, rel)
+            source = jp.resolve(obj, pointer)
+            if isinstance(source, dict) and pointer not in ("", "/metadata"):  # the object's own was checked
+                check_metadata({k: source.get(k) for k in ("labels", "annotations")}, pointer)
+        if isinstance(source, dict):
+            for name in ("labels", "annotations"):
+                if isinstance(source.get(name), dict):
+                    merged[name].update(source[name])
+    return merged

@@ -15,7 +15,8 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 from webhook.model import pointer as jp
 from webhook.model.quantity import parse_quantity
 from webhook.model.resource import Resource
-from webhook.k8s.containers import ShapeError, check_list_of_maps, check_metadata, injected, readable
+from webhook.k8s.containers import (ShapeError, check_list_of_maps, check_metadata, copied_metadata, injected,
+                                   readable)
 from webhook.k8s.kindnames import KINDS_FILE, table_data
 from webhook.k8s.shape import TooLarge, searchable, template_entries, unlisted_name
 
@@ -38,6 +39,7 @@ class TemplateSpec:
     min_replicas: Optional[str] = None
     subtract_if: Optional[str] = None
     injects: tuple[tuple[tuple[str, Any], ...], ...] = ()  # what the operator adds to a container (kinds.yaml)
+    copies: tuple[str, ...] = ()  # maps whose labels and annotations the operator puts on the pods (kinds.yaml)
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ def _template_spec(entry: dict) -> TemplateSpec:
         min_replicas=entry.get("minReplicas"),
         subtract_if=entry.get("subtractIf"),
         injects=tuple(tuple(sorted(item.items())) for item in entry.get("injects", ())),
+        copies=tuple(entry.get("copies", ())),
     )
 
 
@@ -227,6 +230,8 @@ def _locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], droppe
                 if found is not obj.get("metadata"):  # the object's own (a Pod's) was checked by build_workload
                     check_metadata(found, metadata_pointer)
                 metadata = found if isinstance(found, dict) else {}
+            if spec.copies:
+                metadata = copied_metadata(obj, base, spec.copies, metadata)
             containers = []
             if pod_spec is not None:
                 for section in ("initContainers", "containers", "ephemeralContainers"):
@@ -371,13 +376,15 @@ def build_workload(resource: Resource, classification: Classification,
     template_labels = [t.metadata.get("labels") or {} for t in templates]
     role = kind.role or (kind.accelerated_role if "accelerated" in classes else None)
     # A notebook by its kind or by the Kubeflow label (on the object or a template) stays one: the role label may
-    # name a role, never take the notebook's away (it would take `untrusted` with it).
+    # name a role, never take the notebook's away (it would take `untrusted` with it). A kind's fixed role is never
+    # relabelled either (a PyTorchJob labelled `inference` would take serving priority classes): the label only
+    # overrides a guess (an accelerated Deployment's `inference`) or names a role where the kind has none.
     notebook = role == "notebook" or classification.notebook_label in labels or any(
         classification.notebook_label in t for t in template_labels)
     override = labels.get(classification.role_label)
     if notebook:
         role = "notebook"
-    elif override in ROLES:
+    elif override in ROLES and kind.role is None:
         role = override
     if role:
         classes.add(role)

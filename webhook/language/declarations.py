@@ -30,7 +30,7 @@ TEMPLATE = Struct("a templates item", {
 })
 CLUSTER = Struct("cluster", {
     "namespace": DYN, "resourceQuotas": ("list", DYN), "priorityClasses": ("map", "string", DYN),
-    "runtimeClasses": _STRINGS, "hpaTarget": DYN,
+    "runtimeClasses": _STRINGS, "hpaTarget": DYN, "nodes": ("map", "string", DYN), "localQueues": _STRINGS,
 })
 
 # ValidatingAdmissionPolicy's names beside aiadmit's: `object`, `oldObject` (the stored object on an UPDATE review;

@@ -86,6 +86,11 @@ class Match:
             return False
         return bool(self.classes or self.any_classes or self.kinds)
 
+    def admits_kind(self, kind: str) -> bool:
+        """The kind half of `admits`: whether this policy judged objects of `kind` at all (provenance asks it of an
+        owner's kind: a policy the owner's kind is excluded from never saw the owner's content)."""
+        return kind not in self.exclude_kinds and (not self.kinds or kind in self.kinds)
+
     def admits_place(self, namespace: str, labels: dict) -> bool:
         """Whether the policy applies in this namespace to an object with these labels."""
         return self.admits_namespace(namespace) and (self.selector is None or selector_matches(self.selector, labels))

@@ -12,10 +12,15 @@ from typing import Iterable, Optional, Protocol
 
 from webhook.model.resource import Resource
 
-FACTS = ("namespace", "resourceQuotas", "priorityClasses", "runtimeClasses", "hpaTarget")
+FACTS = ("namespace", "resourceQuotas", "priorityClasses", "runtimeClasses", "hpaTarget", "nodes", "localQueues")
 
 
 class ClusterFacts(Protocol):
+    # Whether the provider knows every namespace of its cluster (live caches, a cluster audit's listings): a
+    # namespace it cannot answer for is then unknown, judged at the strictest tier, not one without a tier. An audit
+    # of files knows only the Namespaces its input holds, and judges the others by what the objects say.
+    complete: bool
+
     def namespace_labels(self, namespace: str) -> Optional[dict]: ...
 
     def resource_quotas(self, namespace: str) -> Optional[list[dict]]: ...
@@ -24,11 +29,17 @@ class ClusterFacts(Protocol):
 
     def runtime_classes(self) -> Optional[list[str]]: ...
 
+    def nodes(self) -> Optional[dict[str, dict]]: ...  # node name -> its labels
+
+    def local_queues(self, namespace: str) -> Optional[list[str]]: ...  # Kueue LocalQueue names there
+
     def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]: ...
 
 
 class NoFacts:
     """Knows nothing: every context-dependent rule is skipped with its reason."""
+
+    complete = False
 
     def namespace_labels(self, namespace: str) -> Optional[dict]:
         return None
@@ -42,6 +53,12 @@ class NoFacts:
     def runtime_classes(self) -> Optional[list[str]]:
         return None
 
+    def nodes(self) -> Optional[dict[str, dict]]:
+        return None
+
+    def local_queues(self, namespace: str) -> Optional[list[str]]:
+        return None
+
     def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]:
         return None
 
@@ -50,9 +67,13 @@ class OfflineFacts:
     """Facts from the documents of one audit input.
 
     A Namespace object in the input makes the input authoritative for that
-    namespace: if no ResourceQuota for it is there, it has none. PriorityClasses
-    and RuntimeClasses are known when at least one of them is in the input.
+    namespace: if no ResourceQuota (or LocalQueue) for it is there, it has none;
+    a LocalQueue in the input makes the namespace's queues known too.
+    PriorityClasses, RuntimeClasses and Nodes are known when at least one of them
+    is in the input.
     """
+
+    complete = False
 
     def __init__(self, resources: Iterable[Resource]):
         self._namespaces: dict[str, dict] = {}
@@ -60,6 +81,8 @@ class OfflineFacts:
         self._priority: Optional[dict[str, dict]] = None
         self._runtime: Optional[list[str]] = None
         self._objects: dict[tuple[str, str, str], Resource] = {}
+        self._nodes: Optional[dict[str, dict]] = None
+        self._queues: dict[str, list[str]] = {}
         for resource in resources:
             kind, name, namespace = resource.kind, resource.name, resource.namespace
             if kind == "Namespace" and resource.api_version == "v1":
@@ -71,6 +94,11 @@ class OfflineFacts:
                 self._priority[name] = resource.obj
             elif kind == "RuntimeClass":
                 self._runtime = (self._runtime or []) + [name]
+            elif kind == "Node" and resource.api_version == "v1":
+                self._nodes = self._nodes or {}
+                self._nodes[name] = resource.labels
+            elif kind == "LocalQueue" and resource.group == "kueue.x-k8s.io":
+                self._queues.setdefault(namespace, []).append(name)
             self._objects[(namespace, kind, name)] = resource
 
     def namespace_labels(self, namespace: str) -> Optional[dict]:
@@ -86,6 +114,14 @@ class OfflineFacts:
 
     def runtime_classes(self) -> Optional[list[str]]:
         return self._runtime
+
+    def nodes(self) -> Optional[dict[str, dict]]:
+        return self._nodes
+
+    def local_queues(self, namespace: str) -> Optional[list[str]]:
+        if namespace in self._queues:
+            return self._queues[namespace]
+        return [] if namespace in self._namespaces else None
 
     def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]:
         return self._objects.get((namespace, kind, name))
