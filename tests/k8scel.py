@@ -62,7 +62,7 @@ def _build(announce=lambda line: print(line, file=sys.stderr, flush=True)) -> st
     go = _go()
     env = dict(os.environ, **({"AIADMIT_E2E_GO": go} if go else {}))
     announce("aiadmit: the Kubernetes CEL oracle (tests/tools/k8scel, a Go build of k8s.io/apiserver's CEL) is "
-             "located or built by tests/tools/k8scel/build.sh, cached in ~/.cache/aiadmit-e2e: about a minute "
+             "located or built by tests/tools/k8scel/build.sh, cached in ~/.cache/aiadmit-e2e: about three minutes "
              f"cold, at once warm (limit {TIMEOUT:.0f} s, AIADMIT_K8SCEL_BUILD_TIMEOUT; -m 'not k8scel' skips it)")
     proc = subprocess.Popen(["bash", BUILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     tail: list[str] = []
