@@ -97,7 +97,7 @@ def test_includes_fails_the_load_at_every_supported_version(tmp_path, version):
     (problem,) = info.value.problems
     shown, line = (version or '"1.35"').strip('"'), 15 if version else 14
     assert problem.startswith(f"{tmp_path / 'p.yaml'}:{line}:25: rules[0].expression: rule r: CEL does not compile: "
-                              f"not portable to Kubernetes {shown} (the policy's kubernetesVersion): "
+                              f"not portable to Kubernetes {shown} (kubernetesVersion): "
                               f"`<list>.includes(<value>)` (Kubernetes' lists library, version 1) is Kubernetes "
                               f"1.37's (compatibility version 1.37): an API server accepts it in a new expression "
                               f"from 1.38"), problem
@@ -114,7 +114,7 @@ def test_backquoted_field_names_load_only_for_1_37(tmp_path, version, loads):
         _load(tmp_path, "object.metadata.labels.`app.kubernetes.io/name` == 'x'", version)
     (problem,) = info.value.problems
     assert f":{15 if version else 14}:41: rules[0].expression: rule r: CEL does not compile: not portable to " \
-           f"Kubernetes {(version or '1.35').strip(chr(34))} (the policy's kubernetesVersion)" in problem, problem
+           f"Kubernetes {(version or '1.35').strip(chr(34))} (kubernetesVersion)" in problem, problem
     assert "a backquoted field name (x.`b-c`) is accepted by Kubernetes 1.37's CEL parser (cel-go v0.29) and " \
            "later" in problem, problem
 

@@ -47,5 +47,5 @@ def refusal(source: str, version: KubernetesVersion) -> Optional[tuple[str, int]
     for feature, position in uses(source):
         why = feature.refusal(version)
         if why is not None:
-            return f"not portable to Kubernetes {version} (the policy's kubernetesVersion): {why}", position
+            return f"not portable to Kubernetes {version} (kubernetesVersion): {why}", position
     return None

@@ -213,16 +213,17 @@ def binding_reads(found: frozenset, named_reads: dict, by_name: frozenset) -> fr
     return found.union(*(named_reads[n] for n in names if n in named_reads))
 
 
-def policy_expression(policy: Policy, source: str, level: str,
-                      limits: Optional[Limits] = None) -> tuple[Expression, frozenset]:
+def policy_expression(policy: Policy, source: str, level: str, limits: Optional[Limits] = None,
+                      portable=None) -> tuple[Expression, frozenset]:
     """One expression as a rule of `policy` at `level` sees it (`aiadmit cel --policy`): checked with the policy's
     params and the level's declarations, the policy's variables visible at that level included; reading them in
-    place as the policy's own rules do. Returns it with what binding must provide for it (binding_reads).
+    place as the policy's own rules do (portable to `portable`, by default the policy's kubernetesVersion). Returns it
+    with what binding must provide for it (binding_reads).
 
     Raises CelError with the offset in `source`, as a rule's check at load would."""
     expression = Expression(source, policy.params, policy.checks,
                             for_level(level, visible_variables(policy.named, policy.levels, level)), limits,
-                            portable=policy.kubernetes_version)
+                            portable=portable or policy.kubernetes_version)
     reads = binding_reads(expression.variables, _named_reads(policy.named), expression.named)
     if policy.named and "variables" in expression.variables:
         expression.inline = {name: e.compiled for name, e in policy.named.items()}
