@@ -62,6 +62,13 @@ QUANTITIES = ['quantity("1")', 'quantity("1e30")', 'quantity("999999999999999999
               'quantity("500m")', 'quantity("9223372036854775807")', 'quantity("1Ei")', 'quantity("0.1")']
 
 
+# Where aiadmit's answer is not Kubernetes' 1.37 one, and why (each must still differ: the list only shrinks).
+KNOWN = {
+    "[quantity('1')].includes(1.0)": "aiadmit carries a quantity as its number, so it equals the double 1.0; "
+                                     "Kubernetes' Quantity equals no double",
+}
+
+
 def _corners() -> list[str]:
     found = [f"{t}.includes({v})" for t, v in itertools.product(TARGETS, VALUES)]
     for q, r in itertools.product(QUANTITIES, repeat=2):
@@ -73,7 +80,7 @@ def _corners() -> list[str]:
     found += [f"lists.range({n}).size()" for n in (-1, 0, 1, 5000, 1000001, 9223372036854775807)]
     found += ["{'b-c': 1}.`b-c`", "has({'b-c': 1}.`b-c`)", "has({'b-c': 1}.`x`)", "{'a.b': {'c': 2}}.`a.b`.c",
               "[{'z': 0}].exists(y, y.z == 0)"]
-    return found
+    return found + list(KNOWN)
 
 
 def test_aiadmit_gives_kubernetes_1_37s_answers_at_the_corners(oracle):
@@ -84,8 +91,8 @@ def test_aiadmit_gives_kubernetes_1_37s_answers_at_the_corners(oracle):
     for source, answer in zip(corners, answers):
         verdict, what = k8scel.outcome(source, lambda s=source: Expression(s).run(new_context()), answer)
         outcomes[verdict] = outcomes.get(verdict, 0) + 1
-        if verdict != "agree":
-            differ.append(f"{source}: {what}")
-    print(f"\n{len(corners)} corners of Kubernetes 1.37's CEL: {outcomes}")
+        if (verdict != "agree") != (source in KNOWN):
+            differ.append(f"{source}: {what}" if source not in KNOWN else f"{source}: agrees now, remove from KNOWN")
+    print(f"\n{len(corners)} corners of Kubernetes 1.37's CEL: {outcomes} ({len(KNOWN)} known: {list(KNOWN)})")
     assert not differ, "\n".join(differ)
     assert len(corners) >= 300
