@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from webhook.model.facts import scheduling_policy
 from webhook.model.resource import Origin, Resource
 
 log = logging.getLogger("aiadmit.livefacts")
@@ -40,6 +41,9 @@ FOUND_KINDS = {**TARGET_KINDS, "ConfigMap": "configmaps"}  # what `find` answers
 # Kueue's LocalQueues (a cluster without Kueue has none), at the first version the API server serves: Kueue serves
 # only v1beta2 since v0.20, both from v0.15, only v1beta1 before.
 KUEUE_GROUP, KUEUE_PLURAL, KUEUE_VERSIONS = "kueue.x-k8s.io", "localqueues", ("v1beta2", "v1beta1")
+# Kubernetes' PodGroups (gang scheduling): scheduling.k8s.io/v1beta1 in 1.37, v1alpha2 in 1.36; both off by default,
+# and an API server that serves neither has none (it drops a pod's schedulingGroup with the gate off, too).
+PODGROUP_GROUP, PODGROUP_PLURAL, PODGROUP_VERSIONS = "scheduling.k8s.io", "podgroups", ("v1beta1", "v1alpha2")
 SHOWN_VALUE = 64  # characters of a ConfigMap value kept: a device variable's values are short words
 
 
@@ -80,6 +84,11 @@ def labels_projection(obj: dict) -> dict:
     return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
             "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
                          "labels": meta.get("labels") or {}}}
+
+
+def policy_projection(obj: dict) -> dict:
+    """A PodGroup as gang-admission reads it: its name and scheduling policy."""
+    return {"metadata": labels_projection(obj)["metadata"], "spec": {"schedulingPolicy": scheduling_policy(obj)}}
 
 
 def configmap_projection(obj: dict) -> dict:
@@ -220,6 +229,8 @@ class LiveFacts:
             "nodes": Cache("nodes", "Node", "v1", labels_projection, clock=clock),
             "localqueues": Cache("localqueues", "LocalQueue", f"{KUEUE_GROUP}/{KUEUE_VERSIONS[0]}", labels_projection,
                                  clock=clock, optional=True),
+            "podgroups": Cache("podgroups", "PodGroup", f"{PODGROUP_GROUP}/{PODGROUP_VERSIONS[0]}", policy_projection,
+                               clock=clock, optional=True),
         }
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -259,6 +270,11 @@ class LiveFacts:
         cache = self._fresh("localqueues")
         return None if cache is None else sorted(name for (ns, name) in cache.items if ns == namespace)
 
+    def pod_groups(self, namespace: str) -> Optional[dict[str, dict]]:
+        cache = self._fresh("podgroups")
+        return None if cache is None else {name: scheduling_policy(obj) for (ns, name), obj in cache.items.items()
+                                           if ns == namespace}
+
     def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]:
         resource = FOUND_KINDS.get(kind)
         cache = self._fresh(resource) if resource else None
@@ -290,6 +306,9 @@ class LiveFacts:
             _Source(self.caches["localqueues"],
                     FirstServed(client.CustomObjectsApi(self.api_client).list_cluster_custom_object, KUEUE_GROUP,
                                 KUEUE_VERSIONS, KUEUE_PLURAL)),
+            _Source(self.caches["podgroups"],
+                    FirstServed(client.CustomObjectsApi(self.api_client).list_cluster_custom_object, PODGROUP_GROUP,
+                                PODGROUP_VERSIONS, PODGROUP_PLURAL)),
         ]
 
     def start(self) -> "LiveFacts":
