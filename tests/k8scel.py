@@ -1,8 +1,9 @@
 """Kubernetes' own CEL as a test oracle: the Go tool tests/tools/k8scel, built once per session, fed JSON lines.
 
 Why: aiadmit says its CEL is Kubernetes' CEL (docs/policy-language.md). The only honest check is Kubernetes itself:
-the tool builds the ValidatingAdmissionPolicy environment exactly as the API server v1.34 does (k8s.io/apiserver
-v0.34.4) and answers, for each expression, whether it compiles (with Kubernetes' error text), its value over the
+the tool builds the ValidatingAdmissionPolicy environment exactly as the API server v1.37 does (k8s.io/apiserver
+v0.37.2, cel-go v0.29.2; its compatibility-version gating per query: `compatibility`, `environment` new or stored,
+default a new expression on a 1.37 API server, compatibility version 1.36) and answers, for each expression, whether it compiles (with Kubernetes' error text), its value over the
 given variables, and cel-go's cost estimate with Kubernetes' cost model. A test tool only, never the product.
 
 The `oracle` fixture builds it with tests/tools/k8scel/build.sh (cached in ~/.cache/aiadmit-e2e/k8scel-<hash>; bounded by
@@ -61,7 +62,7 @@ def _build(announce=lambda line: print(line, file=sys.stderr, flush=True)) -> st
     go = _go()
     env = dict(os.environ, **({"AIADMIT_E2E_GO": go} if go else {}))
     announce("aiadmit: the Kubernetes CEL oracle (tests/tools/k8scel, a Go build of k8s.io/apiserver's CEL) is "
-             "located or built by tests/tools/k8scel/build.sh, cached in ~/.cache/aiadmit-e2e: about a minute "
+             "located or built by tests/tools/k8scel/build.sh, cached in ~/.cache/aiadmit-e2e: about three minutes "
              f"cold, at once warm (limit {TIMEOUT:.0f} s, AIADMIT_K8SCEL_BUILD_TIMEOUT; -m 'not k8scel' skips it)")
     proc = subprocess.Popen(["bash", BUILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     tail: list[str] = []

@@ -1,5 +1,6 @@
 """CEL's quantity() as Kubernetes reads it (webhook/cel/quantities.py): each answer below is what the Kubernetes
-oracle (tests/tools/k8scel, k8s.io/apiserver v0.34.4) gave on 2026-12-01, kept here so no Go is needed."""
+oracle (tests/tools/k8scel, k8s.io/apiserver v0.34.4) gave on 2026-12-01, and v0.37.2 (Kubernetes 1.37) again on
+2026-12-02 (all 47 the same), kept here so no Go is needed."""
 
 from __future__ import annotations
 

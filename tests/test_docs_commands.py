@@ -38,6 +38,9 @@ RUNS = {
     "policies/shm-sized.yaml --template Worker": 0,
     "aiadmit cel 'variables.holdsDevice && variables.memoryLimt' --object "
     "examples/manifests/pytorchjob-gpu-compliant.yaml --policy policies/shm-sized.yaml": 2,
+    "aiadmit cel 'has(object.metadata.`name`)' --object examples/manifests/pytorchjob-gpu.yaml --level object": 2,
+    "aiadmit cel 'has(object.metadata.`name`)' --object examples/manifests/pytorchjob-gpu.yaml --level object "
+    "--kubernetes-version 1.37": 0,
 }
 # piped from kubectl (run when a kubectl is on this machine)
 KUBECTL = {

@@ -1,4 +1,5 @@
-"""Differential: aiadmit's compiled CEL against Kubernetes' own (tests/tools/k8scel, the VAP environment of v1.34).
+"""Differential: aiadmit's compiled CEL against Kubernetes' own (tests/tools/k8scel: the VAP environment of v1.37, as a
+1.37 API server compiles a new expression, in its default compatibility version 1.36).
 
 Two sets: the CEL conformance expressions (tests/data/cel-spec) that Kubernetes' environment compiles, and
 expressions of Kubernetes' CEL libraries (quantity, lists, regex, strings, optionals, sets, bind, two-variable
@@ -104,14 +105,15 @@ LIBRARY = [
     'semver("1.2.3").isLessThan(semver("1.10.0"))', 'isSemver("1.2")',
 ]
 
-# Why aiadmit's answer differs from Kubernetes' (measured on 2026-12-01, Kubernetes 1.34 = cel-go v0.26).
-_FORMAT = ("Kubernetes 1.34 has version 2 of cel-go's strings extension, whose format() writes %e as 1.2×10⁰³, "
+# Why aiadmit's answer differs from Kubernetes' (measured on 2026-12-01 with 1.34 = cel-go v0.26, and again on
+# 2026-12-02 with 1.37 = cel-go v0.29.2: the same differences).
+_FORMAT = ("Kubernetes (1.34 to 1.37) has version 2 of cel-go's strings extension, whose format() writes %e as 1.2×10⁰³, "
            "infinity as ∞ and quotes strings inside lists and maps; aiadmit follows the cel-spec conformance files")
-_SPEC = "cel-go v0.26 (Kubernetes 1.34) gives a value where the cel-spec conformance file wants an error; aiadmit errors"
+_SPEC = "cel-go (v0.26 in Kubernetes 1.34-1.36, v0.29 in 1.37) gives a value where the cel-spec conformance file wants an error; aiadmit errors"
 KNOWN_DIFFERENCES: dict[str, str] = {
     '"%e".format([1234.5])': _FORMAT, '"%s".format([{"a": 1}])': _FORMAT,
-    '"abc".reverse()': "string reverse() is version 3 of the strings extension: not in Kubernetes 1.34 (v2)",
-    '[1, 2, 3].existsOne(x, x > 2)': "a one-variable existsOne is no macro of Kubernetes 1.34 (exists_one is)",
+    '"abc".reverse()': "string reverse() is version 3 of the strings extension: not in Kubernetes 1.37 (v2)",
+    '[1, 2, 3].existsOne(x, x > 2)': "a one-variable existsOne is no macro of Kubernetes 1.37 (exists_one is)",
     'cel.bind(x, 2, x * x)': "cel.bind (cel-go's bindings extension) is not in Kubernetes' VAP environment",
 }
 # Conformance tests by name (a prefix names a group) -> why aiadmit's answer differs from Kubernetes'.
@@ -251,7 +253,7 @@ def test_the_comparison_tells_ints_from_doubles_and_values_apart(oracle):
 
 
 def test_the_oracle_is_the_vap_environment(oracle):
-    """What only the VAP environment of 1.34 has: typed `request` and `namespaceObject`, the authorizer, the 1.34
+    """What only the VAP environment of 1.37 has: typed `request` and `namespaceObject`, the authorizer, the 1.37
     libraries (lists v3, semver), and no cel.bind or math."""
     answers = {e: oracle.one(e, eval=False)["compiled"] for e in (
         "request.userInfo.username == ''", "request.nosuchfield", "namespaceObject.metadata.name == ''",
@@ -267,11 +269,10 @@ def test_the_oracle_is_the_vap_environment(oracle):
 
 # Declared aiadmit extensions (docs/policy-language.md, "not portable"): Kubernetes' error -> what the class is.
 EXTENSIONS: dict[str, str] = {
-    "undeclared reference to 'math'": "cel-go's math extension (math.greatest, math.abs, ...): not in Kubernetes 1.34",
-    "undeclared reference to 'cel'": "cel.bind (cel-go's bindings extension): not in Kubernetes 1.34",
+    "undeclared reference to 'math'": "cel-go's math extension (math.greatest, math.abs, ...): not in Kubernetes 1.37",
+    "undeclared reference to 'cel'": "cel.bind (cel-go's bindings extension): not in Kubernetes 1.37",
     "found no matching overload for 'reverse' applied to 'string.()'": "string reverse(): strings extension v3",
-    "undeclared reference to 'existsOne'": "a one-variable existsOne (Kubernetes 1.34 has exists_one)",
-    "unsupported syntax: '`'": "backquoted field names (`a.`b-c``, cel-spec syntax Kubernetes 1.34's parser lacks)",
+    "undeclared reference to 'existsOne'": "a one-variable existsOne (Kubernetes 1.37 has exists_one)",
     "found no matching overload for 'join' applied to 'list(int)": "join() of non-strings (aiadmit's join)",
 }
 # Leniencies left, by label (a conformance test) or expression (a probe) -> why.

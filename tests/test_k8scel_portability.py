@@ -1,4 +1,5 @@
-"""The portability claim, checked with Kubernetes' own CEL (tests/tools/k8scel, the VAP environment of v1.34).
+"""The portability claim, checked with Kubernetes' own CEL (tests/tools/k8scel, the VAP environment of v1.37:
+what a 1.37 API server accepts in a new expression).
 
 docs/policy-language.md says a rule written with CEL-standard and Kubernetes functions only moves to a
 ValidatingAdmissionPolicy unchanged, apart from the variable names aiadmit adds. So every expression of every

@@ -101,7 +101,7 @@ def _aiadmit_value(source: str, bindings: dict):
 @pytest.mark.k8scel
 def test_kyverno_cel_values_are_kubernetes_values(oracle):
     """Each variable (in order, reading the earlier ones) and each expression, on the good and the bad Pod, in
-    aiadmit's CEL and in the ValidatingAdmissionPolicy environment of Kubernetes v1.34: the same value, or both an
+    aiadmit's CEL and in the ValidatingAdmissionPolicy environment of Kubernetes v1.37: the same value, or both an
     error. A variable that errors is left out of `variables` on both sides (Kubernetes raises it only when read)."""
     compared, differences = 0, {}
     for policy in POLICIES:
@@ -125,5 +125,5 @@ def test_kyverno_cel_values_are_kubernetes_values(oracle):
                             ours[name] = run()
                         except Exception:  # noqa: BLE001 - differs from Kubernetes: reported above
                             pass
-    print(f"\n{compared} Kyverno CEL values compared with Kubernetes v1.34: {len(differences)} differ")
+    print(f"\n{compared} Kyverno CEL values compared with Kubernetes v1.37: {len(differences)} differ")
     assert not differences, "\n".join(f"{k}: {v}" for k, v in differences.items())

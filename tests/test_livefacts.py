@@ -50,6 +50,7 @@ def synced_facts(clock=None):
     facts.caches["nodes"].replace([wire(client.V1Node(metadata=meta("n1", labels={"nvidia.com/gpu.present": "true"})))],
                                   "14")
     facts.caches["localqueues"].replace([], None)  # Kueue not installed (the API served 404)
+    facts.caches["podgroups"].replace([], None)  # scheduling.k8s.io PodGroups not served (off by default)
     container = client.V1Container(
         name="vllm", image="vllm/vllm-openai:v0.6.0", command=["python3", "-m", "vllm"],
         env=[client.V1EnvVar(name="HF_TOKEN", value="hf_secret")],

@@ -2,9 +2,10 @@
 the kinds table, and against aiadmit's own policies (dogfooding).
 
 Rendering uses `kubectl kustomize`: $AIADMIT_KUBECTL, the e2e build's cached kubectl (tests/e2e/cluster/build.sh,
-pinned v1.34.4; CI warms it with tests/e2e/ci-prepare.sh), or a kubectl on PATH. These unit tests never build one
+pinned v1.37.2; CI warms it with tests/e2e/ci-prepare.sh), or a kubectl on PATH. These unit tests never build one
 (a cold build takes minutes and needs Go): without a kubectl the rendering tests skip, saying so. Schemas come from
-kubernetes-validate (PyPI) for Kubernetes 1.34, in strict mode, so a misspelled field fails too. cert-manager's
+kubernetes-validate (PyPI, 1.37.0: the OpenAPI of each Kubernetes release it ships) for every supported Kubernetes,
+1.35 to 1.37, in strict mode, so a misspelled field fails too, and so does a field an older release lacks. cert-manager's
 kinds are not in those schemas: they get structural checks of the fields this deployment relies on.
 """
 
@@ -22,10 +23,11 @@ import yaml
 
 import testdata
 from testdata import NO_KUBECTL, cached_kubectl
+from webhook.k8s.versions import SUPPORTED
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFESTS = os.path.join(ROOT, "manifests")
-K8S_VERSION = "1.34.0"
+K8S_VERSIONS = tuple(f"{v.name}.0" for v in SUPPORTED)  # webhook/k8s/versions.py: 1.35.0, 1.36.0, 1.37.0
 NAMESPACE = "aiadmit-system"
 OVERLAYS = ("base", "overlays/dev", "overlays/cert-manager", "overlays/audit")
 # Resource names of the built-in pod-bearing kinds: an oracle independent of manifests/sync.py's plural rule.
@@ -126,16 +128,18 @@ def test_webhook_rules_cover_the_kinds_table_exactly(rendered):
 
 
 # ---------------------------------------------------------------------------------------------- schemas
+@pytest.mark.parametrize("version", K8S_VERSIONS)
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_every_object_validates_against_kubernetes_schemas(rendered, overlay):
+def test_every_object_validates_against_kubernetes_schemas(rendered, overlay, version):
     import kubernetes_validate  # a test dependency (pyproject's [test] extra)
 
+    assert version in kubernetes_validate.utils.all_versions(), f"kubernetes-validate has no schemas of {version}"
     problems = []
     for obj in rendered[overlay]:
         if obj["apiVersion"].startswith("cert-manager.io/"):
             continue  # not a Kubernetes kind: test_cert_manager_overlay checks those
         try:
-            kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+            kubernetes_validate.validate(obj, version, strict=True)
         except kubernetes_validate.ValidationError as exc:
             problems.append(f"{obj['kind']}/{obj['metadata']['name']}: {exc.message} at {list(exc.path)}")
         except kubernetes_validate.SchemaNotFoundError as exc:

@@ -1,8 +1,8 @@
 """Invariants (a) and (c): nothing an object or its creator controls lowers its scrutiny; a derived object is checked
 as strictly as if the tenant had written it, unless this webhook checked its whole content at the same tier.
 
-Generated from webhook/k8s/kinds.yaml: every owner kind of the table against every child kind, the owners the
-webhook never sees (Volcano's JobFlow and JobTemplate, a kind of a made-up group), labels and annotations on the
+Generated from webhook/k8s/kinds.yaml: every owner kind of the table against every child kind, the owners that
+derive nothing (Volcano's JobFlow and JobTemplate, a kind of a made-up group), labels and annotations on the
 object and on every pod template. The escape is the issue's: privileged, hostPID, host root, a time-sliced GPU,
 no sandbox, in an untrusted namespace, created by a trusted controller's identity.
 """

@@ -73,8 +73,9 @@ CASES = {
         {"pod", "ai", "accelerated", "training"}),
     "LLMInferenceService": ("serving.kserve.io/v1alpha2", {
         "replicas": 2, "template": {"containers": [GPU]}, "worker": {"containers": [GPU]},
-        "prefill": {"replicas": 3, "template": {"containers": [GPU]}}},
-        {"/spec/template": 2, "/spec/worker": 2, "/spec/prefill/template": 3},
+        "prefill": {"replicas": 3, "template": {"containers": [GPU]}},
+        "router": {"scheduler": {"replicas": 2, "template": {"containers": [CPU]}}}},
+        {"/spec/template": 2, "/spec/worker": 2, "/spec/prefill/template": 3, "/spec/router/scheduler/template": 2},
         {"pod", "ai", "accelerated", "inference"}),
     "Job.batch.volcano.sh": ("batch.volcano.sh/v1alpha1", {"minAvailable": 3, "schedulerName": "volcano", "tasks": [
         {"name": "ps", "replicas": 1, "template": pod(CPU)}, {"name": "worker", "replicas": 2, "template": pod(GPU)}]},
@@ -91,8 +92,11 @@ CASES = {
     "InferenceService": ("serving.kserve.io/v1beta1", {"predictor": {
         "minReplicas": 2, "model": {"modelFormat": {"name": "huggingface"},
                                     "resources": {"limits": {"nvidia.com/gpu": 1}}}},
-        "transformer": {"containers": [CPU]}},
-        {"/spec/predictor": 2, "/spec/transformer": 1}, {"pod", "ai", "accelerated", "inference"}),
+        "transformer": {"containers": [CPU]},
+        "canary": [{"trafficPercent": 10, "predictor": {"minReplicas": 1, "model": {
+            "modelFormat": {"name": "huggingface"}, "resources": {"limits": {"nvidia.com/gpu": 1}}}}}]},
+        {"/spec/predictor": 2, "/spec/transformer": 1, "/spec/canary/0/predictor": 1},
+        {"pod", "ai", "accelerated", "inference"}),
     "ServingRuntime": ("serving.kserve.io/v1alpha1", {"containers": [CPU]}, {"/spec": 1}, {"pod", "ai", "inference"}),
     "ClusterServingRuntime": ("serving.kserve.io/v1alpha1", {"containers": [GPU]}, {"/spec": 1},
                               {"pod", "ai", "accelerated", "inference"}),
@@ -100,6 +104,25 @@ CASES = {
         "size": 4, "leaderTemplate": pod(GPU), "workerTemplate": pod(GPU)}},
         {"/spec/leaderWorkerTemplate/leaderTemplate/spec": 2, "/spec/leaderWorkerTemplate/workerTemplate/spec": 6},
         {"pod", "ai", "accelerated", "inference"}),
+    # LWS v0.9's DisaggregatedSet: an LWS spec per role; a role without a leader template runs its leader from the
+    # worker template (size pods per group there).
+    "DisaggregatedSet": ("disaggregatedset.x-k8s.io/v1", {"roles": [
+        {"name": "prefill", "spec": {"replicas": 2, "leaderWorkerTemplate": {
+            "size": 4, "leaderTemplate": pod(GPU), "workerTemplate": pod(GPU)}}},
+        {"name": "decode", "spec": {"replicas": 3, "leaderWorkerTemplate": {"size": 2, "workerTemplate": pod(GPU)}}}]},
+        {"/spec/roles/0/spec/leaderWorkerTemplate/leaderTemplate/spec": 2,
+         "/spec/roles/0/spec/leaderWorkerTemplate/workerTemplate/spec": 6,
+         "/spec/roles/1/spec/leaderWorkerTemplate/workerTemplate/spec": 6},
+        {"pod", "ai", "accelerated", "inference"}),
+    "CronJob.batch.volcano.sh": ("batch.volcano.sh/v1alpha1", {"schedule": "0 * * * *", "jobTemplate": {"spec": {
+        "tasks": [{"name": "worker", "replicas": 2, "template": pod(GPU)}]}}},
+        {"/spec/jobTemplate/spec/tasks/0/template/spec": 2}, {"pod", "ai", "accelerated", "training"}),
+    "JobTemplate": ("flow.volcano.sh/v1alpha1", {"tasks": [{"name": "worker", "replicas": 3, "template": pod(GPU)}]},
+                    {"/spec/tasks/0/template/spec": 3}, {"pod", "ai", "accelerated", "training"}),
+    # A JobFlow's patch of a JobTemplate's tasks: the patched pod spec is what the flow adds to the pods.
+    "JobFlow": ("flow.volcano.sh/v1alpha1", {"flows": [{"name": "train", "patch": {"jobSpec": {"tasks": [
+        {"name": "worker", "replicas": 2, "template": pod(GPU)}]}}}]},
+        {"/spec/flows/0/patch/jobSpec/tasks/0/template/spec": 2}, {"pod", "ai", "accelerated", "training"}),
     "ReplicationController": ("v1", {"replicas": 2, "template": pod(CPU)}, {"/spec/template/spec": 2}, {"pod"}),
     "PodTemplate": ("v1", None, {"/template/spec": 1}, {"pod"}),
 }

@@ -9,7 +9,8 @@
 #  4. the aiadmit image: manifests/image/build.sh (about 2 minutes cold)
 #  5. helm: tests/e2e/cluster/build-helm.sh (tests/e2e/test_helm_chart.py, and the Helm install of
 #     tests/e2e/install/test_install.py)
-#  6. the Kubernetes CEL oracle: tests/tools/k8scel/build.sh (tests/test_k8scel_*.py; about a minute cold)
+#  6. the Kubernetes CEL oracle: tests/tools/k8scel/build.sh (tests/test_k8scel_*.py; seconds after step 1, about
+#     three minutes alone cold)
 #  7. the Dockerfile built by buildah on a local Debian base (tests/e2e/install/dockerbuild.py; about 1-3.5 minutes
 #     cold, bounded to 15), for tests/e2e/install/test_dockerfile.py and the cluster test's upgrade to that image
 set -euo pipefail

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -70,13 +71,24 @@ def _manifest(kind: str, name: str, namespace: str) -> dict:
     return obj
 
 
+def pinned_kubernetes() -> str:
+    """The k8s.io/kubernetes version tests/e2e/cluster/go.mod pins (what build.sh stamps into the binaries)."""
+    go_mod = (Path(__file__).resolve().parent / "cluster" / "go.mod").read_text()
+    return re.search(r"^\s*k8s\.io/kubernetes (v\S+)", go_mod, re.M).group(1)
+
+
 def test_readyz(apiserver):
     status, body = apiserver.get("/readyz")
     assert (status, body) == (200, b"ok")
     assert apiserver.kubectl("get", "--raw", "/readyz").stdout.strip() == "ok"
     version = apiserver.kubectl_json("version")
-    assert version["serverVersion"]["gitVersion"].startswith("v1.")
-    assert version["clientVersion"]["gitVersion"] == version["serverVersion"]["gitVersion"]
+    server = version["serverVersion"]
+    print(f"\nkube-apiserver {server['gitVersion']} (kubectl {version['clientVersion']['gitVersion']}, "
+          f"{server['goVersion']})")
+    # The binaries under test are the pinned ones (a stale cache entry or AIADMIT_E2E_BIN_DIR of another version fails).
+    assert server["gitVersion"] == pinned_kubernetes() == "v1.37.2"
+    assert (server["major"], server["minor"]) == ("1", "37")
+    assert version["clientVersion"]["gitVersion"] == server["gitVersion"]
 
 
 def test_admin_identity_and_rbac(apiserver):

@@ -206,6 +206,18 @@ class Webhook:
     def served_certificate(self) -> bytes:
         return served_certificate(self.port, str(self.certs_dir / "ca.crt"))
 
+    def keepalive_requests(self) -> int:
+        """How many requests the server answers on one connection before it says `Connection: close`: the
+        rendered `--keepalive-requests`, else `aiadmit serve`'s default."""
+        from webhook.app.serving import ServeOptions
+
+        for i, arg in enumerate(self.args):
+            if arg.startswith("--keepalive-requests="):
+                return int(arg.split("=", 1)[1])
+            if arg == "--keepalive-requests":
+                return int(self.args[i + 1])
+        return ServeOptions.keepalive_requests
+
 
 def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.3) -> Any:
     """Poll `predicate` until it returns something truthy (returned); AssertionError naming `what` on timeout."""

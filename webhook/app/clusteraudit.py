@@ -34,7 +34,7 @@ PAGE_SIZE = 500
 # (inference-autoscaling).
 FACT_KINDS = (("", "Namespace"), ("", "ResourceQuota"), ("scheduling.k8s.io", "PriorityClass"),
               ("node.k8s.io", "RuntimeClass"), ("autoscaling", "HorizontalPodAutoscaler"), ("keda.sh", "ScaledObject"),
-              ("", "Node"), ("kueue.x-k8s.io", "LocalQueue"))
+              ("", "Node"), ("kueue.x-k8s.io", "LocalQueue"), ("scheduling.k8s.io", "PodGroup"))
 # The report APIs `--apply-reports` writes: apiVersion -> (namespaced plural, cluster-scoped plural).
 REPORT_APIS = {"wgpolicyk8s.io/v1alpha2": ("policyreports", "clusterpolicyreports"),
                "openreports.io/v1alpha1": ("reports", "clusterreports")}
@@ -201,6 +201,10 @@ class ListedFacts(OfflineFacts):
     def local_queues(self, namespace):
         found = super().local_queues(namespace)
         return [] if found is None else found
+
+    def pod_groups(self, namespace):
+        found = super().pod_groups(namespace)
+        return {} if found is None else found
 
 
 def audited_kinds(engine: Engine) -> set[tuple[str, str]]:

@@ -104,10 +104,10 @@ MIN_BYTES_PER_JOB = 128 * 1024
 _DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
 # Every kind model/facts.py's OfflineFacts reads (tests/test_parallel_files.py: the workers' answer is one process's).
 _FACT_NAMES = ("Namespace", "ResourceQuota", "PriorityClass", "RuntimeClass", "HorizontalPodAutoscaler",
-               "ScaledObject", "ConfigMap", "Secret", "Node", "LocalQueue")
+               "ScaledObject", "ConfigMap", "Secret", "Node", "LocalQueue", "PodGroup")
 _FACT_KIND = re.compile(r"""\bkind["']?\s*:\s*(?:!!str\s+)?["']?"""
                         r"""(Namespace|ResourceQuota|PriorityClass|RuntimeClass|HorizontalPodAutoscaler"""
-                        r"""|ScaledObject|ConfigMap|Secret|Node|LocalQueue)\b""")
+                        r"""|ScaledObject|ConfigMap|Secret|Node|LocalQueue|PodGroup)\b""")
 
 
 def _fact_documents(text: str, path: str) -> list[Resource]:

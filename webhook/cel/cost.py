@@ -151,8 +151,8 @@ class _Estimator:
                 factor = self.limits.per_expression / 4e6  # loads builds at most 4 million items (~150 MB)
             return _Est(_merge(cost, {parts[0].root if parts else None: size * factor}), size,
                         parts[0].root if parts and node[1] != "lists.range" else None)
-        if kind == "call" and node[1] in ("sum", "min", "max", "isSorted", "indexOf", "lastIndexOf", "least",
-                                          "greatest", "sets.contains", "sets.equivalent", "sets.intersects"):
+        if kind == "call" and node[1] in ("sum", "min", "max", "isSorted", "indexOf", "lastIndexOf", "includes",
+                                          "least", "greatest", "sets.contains", "sets.equivalent", "sets.intersects"):
             size = sum(part.size for part in parts)
             return _Est(_merge(cost, {parts[0].root if parts else None: size}), 1.0)
         return _Est(cost, 1.0)

@@ -24,6 +24,7 @@ from webhook.cel.checker import CheckError, MAX_LENGTH, Struct, check, type_of_v
 from webhook.cel.compiler import Unsupported, compile_native
 from webhook.cel.library import CALLABLES, FUNCTIONS as LIBRARY
 from webhook.cel.parser import ParseError, parse_with_positions
+from webhook.cel.portability import refusal
 
 _TEMPLATE = re.compile(r"\{\{(.+?)\}\}", re.S)
 FUNCTIONS = {name: function.call for name, function in LIBRARY.items()}  # what generated programs call
@@ -236,16 +237,21 @@ class Expression:
 
     def __init__(self, source: str, params: dict | None = None, memo: Any = None,
                  declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None,
-                 kubernetes: bool = True):
+                 kubernetes: bool = True, portable: Any = None):
         """`declarations` maps each variable the rule's level binds to its type (None: any name, as dyn);
         `memo` (duck-typed: language/checks.py `Checks`) may answer the check, `checked(source, params,
         declarations, limits, checked)`, and Python's compile: `compile(python, filename)`; `kubernetes` False
-        leaves out Kubernetes' literal validators (`checked`), and the memo's record, which holds checks with them."""
+        leaves out Kubernetes' literal validators (`checked`), and the memo's record, which holds checks with them;
+        `portable` (a k8s/versions.py KubernetesVersion, or None) refuses what that API server refuses
+        (cel/portability.py)."""
         self.source = source
         recorded = getattr(memo, "checked", None) if kubernetes else None  # the bundle's record (language/checks.py)
         variables, self.reference, self.type, self.named = (checked(source, params, declarations, limits, kubernetes)
                                                             if recorded is None
                                                 else recorded(source, params, declarations, limits, checked))
+        refused = refusal(source, portable) if portable is not None else None
+        if refused is not None:
+            raise CelError(*refused)
         if params is not None:
             try:
                 source = inline_params(source, params)
@@ -281,7 +287,8 @@ class Template:
     """A message with ``{{ cel }}`` segments, compiled once, rendered only on failure."""
 
     def __init__(self, text: str, params: dict | None = None, memo: Any = None,
-                 declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None):
+                 declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None,
+                 portable: Any = None):
         self.parts: list[str | Expression] = []
         position = 0
         for match in _TEMPLATE.finditer(text):
@@ -289,7 +296,8 @@ class Template:
             segment = match.group(1)
             start = match.start(1) + len(segment) - len(segment.lstrip())
             try:
-                self.parts.append(Expression(segment.strip(), params, memo, declarations, limits))
+                self.parts.append(Expression(segment.strip(), params, memo, declarations, limits,
+                                             portable=portable))
             except CelError as exc:  # the offset in the whole message, as written
                 raise CelError(exc.message, None if exc.offset is None else start + exc.offset) from None
             position = match.end()
@@ -322,8 +330,8 @@ class MessageExpression:
 
     def __init__(self, source: str, params: dict | None = None, memo: Any = None,
                  declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None,
-                 fallback: Optional["Template"] = None):
-        self.expression = Expression(source, params, memo, declarations, limits)
+                 fallback: Optional["Template"] = None, portable: Any = None):
+        self.expression = Expression(source, params, memo, declarations, limits, portable=portable)
         self.fallback = fallback
         self.parts = [self.expression] + (list(fallback.parts) if fallback is not None else [])
         self.expressions = (self.expression,) + (fallback.expressions if fallback is not None else ())

@@ -54,8 +54,10 @@ def _regex_error(message: str, pattern: str, *examples: str) -> str:
     return f"{message} (e.g. {shown}regex used for validation is '{pattern}')"
 
 
-def _max_len(length: int) -> str:
-    return f"must be no more than {length} characters"
+def _max_len(length: int, unit: str = "characters") -> str:
+    """apimachinery's MaxLenError: "characters" in util/validation (the DNS names), "bytes" in api/validate/content,
+    which Kubernetes 1.37's qualifiedName (a label key) and labelValue come from (1.34: "characters" for all)."""
+    return f"must be no more than {length} {unit}"
 
 
 def _mask_trailing_dash(name: str) -> str:
@@ -71,8 +73,8 @@ def dns1123_label(text: str) -> list:
     return errors
 
 
-def dns1123_subdomain(text: str) -> list:
-    errors = [_max_len(253)] if len(text.encode()) > 253 else []
+def dns1123_subdomain(text: str, unit: str = "characters") -> list:
+    errors = [_max_len(253, unit)] if len(text.encode()) > 253 else []
     if not _full(_SUBDOMAIN, text):
         errors.append(_regex_error(_SUBDOMAIN_MSG, _SUBDOMAIN, "example.com"))
     return errors
@@ -89,25 +91,25 @@ def qualified_name(text: str) -> list:
     parts = text.split("/")
     errors: list = []
     if len(parts) > 2:
-        return ["a qualified name " + _regex_error(_QUALIFIED_MSG, _QUALIFIED, "MyName", "my.name", "123-abc")
+        return ["a valid label key " + _regex_error(_QUALIFIED_MSG, _QUALIFIED, "MyName", "my.name", "123-abc")
                 + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
     name = parts[-1]
     if len(parts) == 2:
         if not parts[0]:
             errors.append("prefix part must be non-empty")
         else:
-            errors += ["prefix part " + message for message in dns1123_subdomain(parts[0])]
+            errors += ["prefix part " + message for message in dns1123_subdomain(parts[0], "bytes")]
     if not name:
         errors.append("name part must be non-empty")
     elif len(name.encode()) > 63:
-        errors.append("name part " + _max_len(63))
+        errors.append("name part " + _max_len(63, "bytes"))
     if not _full(_QUALIFIED, name):
         errors.append("name part " + _regex_error(_QUALIFIED_MSG, _QUALIFIED, "MyName", "my.name", "123-abc"))
     return errors
 
 
 def label_value(text: str) -> list:
-    errors = [_max_len(63)] if len(text.encode()) > 63 else []
+    errors = [_max_len(63, "bytes")] if len(text.encode()) > 63 else []
     if not _full(_LABEL_VALUE, text):
         errors.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE, "MyValue", "my_value", "12345"))
     return errors

@@ -186,6 +186,14 @@ def _last_index_of(target: Any, item: Any, start: Any = None) -> int:
     return -1
 
 
+def _includes(target: Any, item: Any) -> bool:
+    """Kubernetes 1.37's `<dyn>.includes(<dyn>)` (lists library v1): an element of a list equals `item`, or, for
+    any other target (a map, a string), the target itself does; never an error."""
+    if type(target) is list:
+        return any(equals(candidate, item) for candidate in target)
+    return equals(target, item)
+
+
 def _greatest_least(name: str, pick: str) -> Callable[..., Any]:
     def call(*values: Any) -> Any:
         if len(values) == 1 and type(values[0]) is list:
@@ -306,6 +314,8 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
     _f("indexOf", "kubernetes", ((_A, _A), ("string", "string", "int")), "int", _index_of, True,
        "lists (Kubernetes) and strings (cel-go strings extension)"),
     _f("lastIndexOf", "kubernetes", ((_A, _A), ("string", "string", "int")), "int", _last_index_of, True),
+    _f("includes", "kubernetes", ((_A, _A),), "bool", _includes, True,
+       "Kubernetes 1.37 (lists library v1); a new expression from 1.38 (policy `kubernetesVersion`)"),
     # Kubernetes: regex library (and CEL's matches), RE2
     _f("matches", "cel", (("string", "string"),), "bool", matches, pattern=1),
     _f("find", "kubernetes", (("string", "string"),), "string", _find, True, pattern=1),

@@ -19,7 +19,8 @@ from webhook.cel.values import NONE, Optional
 
 _COMPARABLE = (int, UInt, float, bool, str, bytes)
 # lists.range() builds its list: a million Python ints is about 36 MB, inside the webhook's memory limit with room
-# (runtime.MAX_SIZE, 8 M, is a bound for characters; 8 M list items would be some 300 MB)
+# (runtime.MAX_SIZE, 8 M, is a bound for characters; 8 M list items would be some 300 MB). cel-go v0.29 (Kubernetes
+# 1.37) has the same bound, and refuses a negative size, with these words.
 MAX_RANGE = 1_000_000
 
 
@@ -31,8 +32,10 @@ _int = expecting(int)
 
 def range_(n: Any) -> list:
     n = _int(n, "lists.range")
+    if n < 0:
+        raise EvalError(f"lists.range: size must be non-negative, got {n}")
     if n > MAX_RANGE:
-        raise EvalError(f"lists.range() of more than {MAX_RANGE} items")
+        raise EvalError(f"lists.range: size {n} exceeds maximum allowed ({MAX_RANGE})")
     return list(range(n))
 
 

@@ -202,12 +202,14 @@ def form_of(q: Any) -> tuple[bool, int, int]:
         return q.form
     if type(q) is int:  # add(int)/sub(int): Kubernetes' NewQuantity(int, DecimalSI)
         return False, q, 0
-    if q.is_integer():
+    if q.is_integer() and -2 ** 53 <= q <= 2 ** 53:
         return False, int(q), 0
-    digits = Fraction(repr(q))
+    digits = Fraction(repr(q))  # 1e30 is 10**30 as written, not the binary double's 1000000000000000019884624838656
     exp = 0
     while digits.denominator != 1:
         digits, exp = digits * 10, exp - 1
+    while digits and digits.numerator % 10 == 0:
+        digits, exp = digits / 10, exp + 1
     return False, int(digits), exp
 
 

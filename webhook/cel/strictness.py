@@ -3,7 +3,7 @@ AST validators of the ValidatingAdmissionPolicy environment.
 
 Why: a rule that loads in aiadmit must compile in Kubernetes (or use a declared aiadmit extension,
 docs/policy-language.md), so the checker (cel/checker.py) refuses what cel-go's checker and Kubernetes'
-validators refuse (k8s.io/apiserver v0.34.4 pkg/cel/environment/base.go, cel-go v0.26):
+validators refuse (k8s.io/apiserver v0.37.2 pkg/cel/environment/base.go, cel-go v0.29; the same in v0.34.4):
 
 - cel-go's checker: `==`, `!=`, `?:`, `in`, list `+` and the sets functions take one type twice (`(A, A)`,
   `(A, list(A))`), so `1 == 1.0`, `'a' in [1]` and `true ? 'a' : 1` do not compile (only `<` and friends

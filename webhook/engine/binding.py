@@ -151,6 +151,8 @@ def cluster_facts(scope: Scope, needed: frozenset, classification: Classificatio
         cluster["nodes"] = facts.nodes()
     if "localQueues" in needed:
         cluster["localQueues"] = facts.local_queues(resource.namespace)
+    if "podGroups" in needed:
+        cluster["podGroups"] = facts.pod_groups(resource.namespace)
     return cluster
 
 

@@ -26,9 +26,9 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Callable, Optional
 
+from webhook.model.facts import scheduling_policy
 from webhook.model.resource import Origin, Resource
 
 log = logging.getLogger("aiadmit.livefacts")
@@ -38,7 +38,12 @@ MAX_AGE_SECONDS = 120   # beyond this without confirmation a cache answers "unkn
 RESYNC_SECONDS = 600    # full re-list, whatever the watch says
 TARGET_KINDS = {"Deployment": "deployments", "StatefulSet": "statefulsets"}
 FOUND_KINDS = {**TARGET_KINDS, "ConfigMap": "configmaps"}  # what `find` answers; never Secrets (see below)
-KUEUE = ("kueue.x-k8s.io", "v1beta1", "localqueues")  # Kueue's LocalQueues; a cluster without Kueue has none
+# Kueue's LocalQueues (a cluster without Kueue has none), at the first version the API server serves: Kueue serves
+# only v1beta2 since v0.20, both from v0.15, only v1beta1 before.
+KUEUE_GROUP, KUEUE_PLURAL, KUEUE_VERSIONS = "kueue.x-k8s.io", "localqueues", ("v1beta2", "v1beta1")
+# Kubernetes' PodGroups (gang scheduling): scheduling.k8s.io/v1beta1 in 1.37, v1alpha2 in 1.36; both off by default,
+# and an API server that serves neither has none (it drops a pod's schedulingGroup with the gate off, too).
+PODGROUP_GROUP, PODGROUP_PLURAL, PODGROUP_VERSIONS = "scheduling.k8s.io", "podgroups", ("v1beta1", "v1alpha2")
 SHOWN_VALUE = 64  # characters of a ConfigMap value kept: a device variable's values are short words
 
 
@@ -79,6 +84,11 @@ def labels_projection(obj: dict) -> dict:
     return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
             "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
                          "labels": meta.get("labels") or {}}}
+
+
+def policy_projection(obj: dict) -> dict:
+    """A PodGroup as gang-admission reads it: its name and scheduling policy."""
+    return {"metadata": labels_projection(obj)["metadata"], "spec": {"schedulingPolicy": scheduling_policy(obj)}}
 
 
 def configmap_projection(obj: dict) -> dict:
@@ -172,6 +182,30 @@ class _Source:
     list_call: Callable  # a kubernetes client list_* method (all namespaces)
 
 
+class FirstServed:
+    """The list call of a custom resource at the first of its versions (newest first) that the API server serves;
+    the version that answered is asked first next time. Only when none is served does the 404 reach the caller (for
+    an optional cache: none exist)."""
+
+    def __init__(self, call: Callable, group: str, versions: tuple[str, ...], plural: str):
+        self.call, self.group, self.versions, self.plural = call, group, versions, plural
+        self.version = versions[0]
+
+    def __call__(self, **kwargs):
+        from kubernetes.client.rest import ApiException
+
+        order = [self.version] + [v for v in self.versions if v != self.version]
+        for position, version in enumerate(order):
+            try:
+                result = self.call(self.group, version, self.plural, **kwargs)
+            except ApiException as exc:
+                if exc.status != 404 or position == len(order) - 1:
+                    raise
+                continue
+            self.version = version
+            return result
+
+
 class LiveFacts:
     """`ClusterFacts` from list+watch caches; `start()` runs one daemon thread per resource type."""
 
@@ -193,8 +227,10 @@ class LiveFacts:
             "statefulsets": Cache("statefulsets", "StatefulSet", "apps/v1", slim_workload, clock=clock),
             "configmaps": Cache("configmaps", "ConfigMap", "v1", configmap_projection, clock=clock),
             "nodes": Cache("nodes", "Node", "v1", labels_projection, clock=clock),
-            "localqueues": Cache("localqueues", "LocalQueue", f"{KUEUE[0]}/{KUEUE[1]}", labels_projection,
+            "localqueues": Cache("localqueues", "LocalQueue", f"{KUEUE_GROUP}/{KUEUE_VERSIONS[0]}", labels_projection,
                                  clock=clock, optional=True),
+            "podgroups": Cache("podgroups", "PodGroup", f"{PODGROUP_GROUP}/{PODGROUP_VERSIONS[0]}", policy_projection,
+                               clock=clock, optional=True),
         }
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -234,6 +270,11 @@ class LiveFacts:
         cache = self._fresh("localqueues")
         return None if cache is None else sorted(name for (ns, name) in cache.items if ns == namespace)
 
+    def pod_groups(self, namespace: str) -> Optional[dict[str, dict]]:
+        cache = self._fresh("podgroups")
+        return None if cache is None else {name: scheduling_policy(obj) for (ns, name), obj in cache.items.items()
+                                           if ns == namespace}
+
     def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]:
         resource = FOUND_KINDS.get(kind)
         cache = self._fresh(resource) if resource else None
@@ -263,7 +304,11 @@ class LiveFacts:
             _Source(self.caches["configmaps"], core.list_config_map_for_all_namespaces),
             _Source(self.caches["nodes"], core.list_node),
             _Source(self.caches["localqueues"],
-                    partial(client.CustomObjectsApi(self.api_client).list_cluster_custom_object, *KUEUE)),
+                    FirstServed(client.CustomObjectsApi(self.api_client).list_cluster_custom_object, KUEUE_GROUP,
+                                KUEUE_VERSIONS, KUEUE_PLURAL)),
+            _Source(self.caches["podgroups"],
+                    FirstServed(client.CustomObjectsApi(self.api_client).list_cluster_custom_object, PODGROUP_GROUP,
+                                PODGROUP_VERSIONS, PODGROUP_PLURAL)),
         ]
 
     def start(self) -> "LiveFacts":

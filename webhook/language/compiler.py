@@ -18,6 +18,7 @@ from typing import Any, Optional
 from webhook.cel.checker import WHOLE, Struct
 from webhook.cel.cost import Limits
 from webhook.cel.environment import CelError, Expression, MessageExpression, Template, required_presence
+from webhook.k8s.versions import DEFAULT_PORTABILITY, version as kubernetes_version
 from webhook.language.checks import Checks
 from webhook.language.declarations import for_level
 from webhook.language.policy import Match, Mutation, Policy, Rule
@@ -51,7 +52,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     for key, value in (params_override or {}).items():
         params[key] = value
     problems: list[tuple] = []
-    named, levels = _variables(doc, params, checks, problems, limits)
+    portable = _portability(doc, problems)
+    named, levels = _variables(doc, params, checks, problems, limits, portable)
 
     def visible(level: str) -> Optional[Struct]:
         return visible_variables(named, levels, level)
@@ -60,7 +62,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         if text is None:
             return None
         try:
-            return Expression(text, params, checks, for_level(level, visible(level)), limits)
+            return Expression(text, params, checks, for_level(level, visible(level)), limits, portable=portable)
         except CelError as exc:
             problems.append((where, f"{name}: CEL does not compile: {exc.message}", exc.offset))
             return None
@@ -77,7 +79,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         if level not in ("object", "pod", "container"):
             level = doc["target"]
         try:
-            message = Template(raw.get("message", ""), params, checks, for_level(level, visible(level)), limits)
+            message = Template(raw.get("message", ""), params, checks, for_level(level, visible(level)), limits,
+                               portable)
         except CelError as exc:
             problems.append((f"{where}/message", f"rule {raw['name']}: CEL in message does not compile: "
                                                  f"{exc.message}", exc.offset))
@@ -85,7 +88,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         if "messageExpression" in raw:
             try:
                 message = MessageExpression(raw["messageExpression"], params, checks, for_level(level, visible(level)),
-                                            limits, fallback=message if raw.get("message") else None)
+                                            limits, fallback=message if raw.get("message") else None,
+                                            portable=portable)
             except CelError as exc:
                 problems.append((f"{where}/messageExpression", f"rule {raw['name']}: messageExpression does not "
                                                                f"compile: {exc.message}", exc.offset))
@@ -179,6 +183,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         source=source,
         document=doc,
         checks=checks,
+        kubernetes_version=portable,
     )
     if named:  # each reader computes the variables it reads in place (once per binding): no program call for them
         sources = {name: e.compiled for name, e in named.items()}
@@ -208,15 +213,17 @@ def binding_reads(found: frozenset, named_reads: dict, by_name: frozenset) -> fr
     return found.union(*(named_reads[n] for n in names if n in named_reads))
 
 
-def policy_expression(policy: Policy, source: str, level: str,
-                      limits: Optional[Limits] = None) -> tuple[Expression, frozenset]:
+def policy_expression(policy: Policy, source: str, level: str, limits: Optional[Limits] = None,
+                      portable=None) -> tuple[Expression, frozenset]:
     """One expression as a rule of `policy` at `level` sees it (`aiadmit cel --policy`): checked with the policy's
     params and the level's declarations, the policy's variables visible at that level included; reading them in
-    place as the policy's own rules do. Returns it with what binding must provide for it (binding_reads).
+    place as the policy's own rules do (portable to `portable`, by default the policy's kubernetesVersion). Returns it
+    with what binding must provide for it (binding_reads).
 
     Raises CelError with the offset in `source`, as a rule's check at load would."""
     expression = Expression(source, policy.params, policy.checks,
-                            for_level(level, visible_variables(policy.named, policy.levels, level)), limits)
+                            for_level(level, visible_variables(policy.named, policy.levels, level)), limits,
+                            portable=portable or policy.kubernetes_version)
     reads = binding_reads(expression.variables, _named_reads(policy.named), expression.named)
     if policy.named and "variables" in expression.variables:
         expression.inline = {name: e.compiled for name, e in policy.named.items()}
@@ -236,8 +243,17 @@ def _named_reads(named: dict) -> dict:
     return found
 
 
+def _portability(doc: dict, problems: list):
+    """The policy's `kubernetesVersion` (the schema allows only supported names), by default the oldest supported."""
+    try:
+        return kubernetes_version(doc["kubernetesVersion"]) if "kubernetesVersion" in doc else DEFAULT_PORTABILITY
+    except (TypeError, ValueError) as exc:
+        problems.append(("/kubernetesVersion", str(exc)))
+        return DEFAULT_PORTABILITY
+
+
 def _variables(doc: dict, params: dict, checks: Checks, problems: list,
-               limits: Optional[Limits]) -> tuple[dict, dict]:
+               limits: Optional[Limits], portable) -> tuple[dict, dict]:
     """The policy's named `variables`, in order: each checked at the shallowest level it needs (object, pod, then
     the policy's target), reading the earlier ones as `variables.NAME`. (name -> Expression, name -> level)"""
     order = ("object", "pod", "container")
@@ -254,7 +270,8 @@ def _variables(doc: dict, params: dict, checks: Checks, problems: list,
             earlier = Struct("variables", {n: e.type for n, e in named.items()
                                            if order.index(levels[n]) <= order.index(level)})
             try:
-                named[name] = Expression(raw["expression"], params, checks, for_level(level, earlier), limits)
+                named[name] = Expression(raw["expression"], params, checks, for_level(level, earlier), limits,
+                                         portable=portable)
                 levels[name] = level
                 break
             except CelError as exc:  # a copy, not `exc`: its traceback holds this frame, a cycle that kept the

@@ -31,6 +31,7 @@ TEMPLATE = Struct("a templates item", {
 CLUSTER = Struct("cluster", {
     "namespace": DYN, "resourceQuotas": ("list", DYN), "priorityClasses": ("map", "string", DYN),
     "runtimeClasses": _STRINGS, "hpaTarget": DYN, "nodes": ("map", "string", DYN), "localQueues": _STRINGS,
+    "podGroups": ("map", "string", DYN),
 })
 
 # ValidatingAdmissionPolicy's names beside aiadmit's: `object`, `oldObject` (the stored object on an UPDATE review;

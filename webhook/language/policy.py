@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from webhook.cel.environment import Expression, Template
 from webhook.k8s.selectors import selector_matches
+from webhook.k8s.versions import DEFAULT_PORTABILITY, KubernetesVersion
 
 if TYPE_CHECKING:  # jsonschema is imported only where a schema rule is compiled
     from webhook.language.schemarule import SchemaRule
@@ -124,6 +125,8 @@ class Policy:
     checks: Any = field(default=None, repr=False)  # what compiles its programs (language/checks.py)
     named: dict = field(default_factory=dict)  # its `variables`: name -> Expression, in order (lazy per binding)
     levels: dict = field(default_factory=dict)  # name -> the level its variable is checked at (object, pod, container)
+    # `kubernetesVersion`: the oldest API server its CEL stays portable to (webhook/k8s/versions.py)
+    kubernetes_version: KubernetesVersion = DEFAULT_PORTABILITY
 
     def expressions(self) -> list[Expression]:
         """Every CEL expression the policy is written with: each rule's `when`, `expression` and message parts, each

@@ -59,4 +59,7 @@ def locate_error(error: Any) -> tuple[str, str]:
         extra = [k for k in error.instance if k not in known]
         if extra:
             return jp.join("", *path, extra[0]), f"unknown field {extra[0]!r}"
+    if error.validator == "enum" and isinstance(error.instance, (int, float)) and not isinstance(error.instance, bool) \
+            and all(isinstance(choice, str) for choice in error.validator_value):  # `kubernetesVersion: 1.35`
+        return jp.join("", *path), f"{error.message}: YAML read {error.instance!r} as a number; quote it"
     return jp.join("", *path), error.message

@@ -12,7 +12,7 @@ from typing import Iterable, Optional, Protocol
 
 from webhook.model.resource import Resource
 
-FACTS = ("namespace", "resourceQuotas", "priorityClasses", "runtimeClasses", "hpaTarget", "nodes", "localQueues")
+FACTS = ("namespace", "resourceQuotas", "priorityClasses", "runtimeClasses", "hpaTarget", "nodes", "localQueues", "podGroups")
 
 
 class ClusterFacts(Protocol):
@@ -32,6 +32,9 @@ class ClusterFacts(Protocol):
     def nodes(self) -> Optional[dict[str, dict]]: ...  # node name -> its labels
 
     def local_queues(self, namespace: str) -> Optional[list[str]]: ...  # Kueue LocalQueue names there
+
+    # Kubernetes' own gang scheduling (scheduling.k8s.io PodGroups): name -> its spec.schedulingPolicy
+    def pod_groups(self, namespace: str) -> Optional[dict[str, dict]]: ...
 
     def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]: ...
 
@@ -59,6 +62,9 @@ class NoFacts:
     def local_queues(self, namespace: str) -> Optional[list[str]]:
         return None
 
+    def pod_groups(self, namespace: str) -> Optional[dict[str, dict]]:
+        return None
+
     def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]:
         return None
 
@@ -67,8 +73,9 @@ class OfflineFacts:
     """Facts from the documents of one audit input.
 
     A Namespace object in the input makes the input authoritative for that
-    namespace: if no ResourceQuota (or LocalQueue) for it is there, it has none;
-    a LocalQueue in the input makes the namespace's queues known too.
+    namespace: if no ResourceQuota (or LocalQueue, or PodGroup) for it is there, it
+    has none; a LocalQueue (a PodGroup) in the input makes the namespace's queues
+    (pod groups) known too.
     PriorityClasses, RuntimeClasses and Nodes are known when at least one of them
     is in the input.
     """
@@ -83,6 +90,7 @@ class OfflineFacts:
         self._objects: dict[tuple[str, str, str], Resource] = {}
         self._nodes: Optional[dict[str, dict]] = None
         self._queues: dict[str, list[str]] = {}
+        self._pod_groups: dict[str, dict[str, dict]] = {}
         for resource in resources:
             kind, name, namespace = resource.kind, resource.name, resource.namespace
             if kind == "Namespace" and resource.api_version == "v1":
@@ -99,6 +107,8 @@ class OfflineFacts:
                 self._nodes[name] = resource.labels
             elif kind == "LocalQueue" and resource.group == "kueue.x-k8s.io":
                 self._queues.setdefault(namespace, []).append(name)
+            elif kind == "PodGroup" and resource.group == "scheduling.k8s.io":
+                self._pod_groups.setdefault(namespace, {})[name] = scheduling_policy(resource.obj)
             self._objects[(namespace, kind, name)] = resource
 
     def namespace_labels(self, namespace: str) -> Optional[dict]:
@@ -123,5 +133,17 @@ class OfflineFacts:
             return self._queues[namespace]
         return [] if namespace in self._namespaces else None
 
+    def pod_groups(self, namespace: str) -> Optional[dict[str, dict]]:
+        if namespace in self._pod_groups:
+            return self._pod_groups[namespace]
+        return {} if namespace in self._namespaces else None
+
     def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]:
         return self._objects.get((namespace, kind, name))
+
+
+def scheduling_policy(pod_group: dict) -> dict:
+    """A PodGroup's spec.schedulingPolicy (`gang: {minCount}` or `basic: {}`), {} when it has none readable."""
+    spec = pod_group.get("spec")
+    policy = spec.get("schedulingPolicy") if isinstance(spec, dict) else None
+    return policy if isinstance(policy, dict) else {}

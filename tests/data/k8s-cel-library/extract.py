@@ -1,11 +1,11 @@
 """Regenerate cases.yaml: the expressions of Kubernetes' CEL library tests and doc examples, with Kubernetes' answers.
 
-    python3 tests/data/k8s-cel-library/extract.py /root/go/pkg/mod/k8s.io/apiserver@v0.34.4/pkg/cel/library ORACLE
+    python3 tests/data/k8s-cel-library/extract.py /root/go/pkg/mod/k8s.io/apiserver@v0.37.2/pkg/cel/library ORACLE
 
-Why two sources: k8s.io/apiserver v0.34.4's pkg/cel/library has table tests for quantity, ip, cidr, format and
+Why two sources: k8s.io/apiserver v0.37.2's pkg/cel/library has table tests for quantity, ip, cidr, format and
 semver, and documents lists, regex, urls, jsonpatch (and the others) only by examples in its doc comments. The
 expressions of both are taken; the expected answer of every one is what Kubernetes itself returns, obtained by
-running it through ORACLE (oracle/main.go built: the API server's base CEL environment for 1.34), so a doc
+running it through ORACLE (oracle/main.go built: the API server's base CEL environment for 1.37, stored expressions), so a doc
 comment's mistaken `// returns` does not become a wrong expectation. The doc comment's claim is kept as `doc`.
 Only expressions and answers are recorded (facts); no Go code is copied. Needs PyYAML.
 """
@@ -113,8 +113,8 @@ def main(source_dir: str, oracle: str) -> None:
             case["skip"] = "needs an authorizer (Kubernetes binds `authorizer` to the API server's authorizer)"
         elif "compile_error" in case and "undeclared reference" in case["compile_error"]:
             case["skip"] = "the doc example uses a variable it does not define"
-    write("cases.yaml", cases, "k8s.io/apiserver v0.34.4 pkg/cel/library (Apache-2.0) tests and doc examples")
-    write("edge-cases.yaml", answer(edge_cases(), oracle), "edge-cases.txt, answered by Kubernetes 1.34")
+    write("cases.yaml", cases, "k8s.io/apiserver v0.37.2 pkg/cel/library (Apache-2.0) tests and doc examples")
+    write("edge-cases.yaml", answer(edge_cases(), oracle), "edge-cases.txt, answered by Kubernetes 1.37")
 
 
 if __name__ == "__main__":

@@ -1,25 +1,29 @@
 #!/usr/bin/env bash
-# Build the pinned `helm` CLI from the Go module proxy (helm.sh/helm/v3 is an ordinary Go module, so
-# `go install helm.sh/helm/v3/cmd/helm@<version>` needs nothing but Go and the proxy) into
+# Build the pinned `helm` CLI from the Go module proxy (helm.sh/helm/v4 is an ordinary Go module, so
+# `go install helm.sh/helm/v4/cmd/helm@<version>` needs nothing but Go and the proxy) into
 #
 #   ${AIADMIT_E2E_CACHE:-$HOME/.cache/aiadmit-e2e}/helm-<version>/bin/helm
 #
-# The chart tests (tests/e2e/test_helm_chart.py) run `helm lint` and `helm template` with it. The version is pinned
-# here and nowhere else; a new pin is a new cache directory. A fully cold build (no Go module or build cache)
-# took 284 s on 2 busy cores on 2026-12-01 (tests/e2e/README.md); a warm cache returns at once.
+# The chart tests (tests/e2e/test_helm_chart.py) run `helm lint` and `helm template` with it, and the single-node
+# cluster test installs the chart with it. The version is pinned here and nowhere else; a new pin is a new cache
+# directory. Cold and warm build times are in tests/e2e/README.md; a warm cache returns at once.
 # All progress goes to stderr; the LAST line on stdout is the helm binary's path.
 #
 # Environment:
 #   AIADMIT_E2E_CACHE   cache root (default $HOME/.cache/aiadmit-e2e)
 #   AIADMIT_E2E_GO      go binary (default: `go` on PATH, else /usr/local/go/bin/go)
 #   AIADMIT_E2E_GO_P    go build -p parallelism (default 2)
-#   AIADMIT_HELM_VERSION  override the pin (default below)
+#   AIADMIT_HELM_VERSION  override the pin (default below; a v3.x pin builds helm.sh/helm/v3 the same way)
 #   AIADMIT_E2E_REBUILD=1  ignore an existing cache entry and rebuild it
 set -euo pipefail
 
-# v3.21.4: the newest patch release of the newest Helm 3 minor line that has had patch releases (the Go proxy
-# listed v3.22.0 as well on 2026-12-01; a .0 is left to settle). Helm 3 is what chart users run today.
-version="${AIADMIT_HELM_VERSION:-v3.21.4}"
+# v4.3.1: the newest Helm the Go module proxy serves (2026-12), on Kubernetes 1.37's client libraries
+# (k8s.io/client-go v0.37.1), built by Go 1.26. Helm 3's last minor, v3.22.0 (2026-09-09, also on 1.37's libraries),
+# gets security fixes only, until 2027-02-10 (helm.sh/blog/helm-v3-end-of-life): the line users are moving to is 4.
+# The chart is plain apiVersion v2; AIADMIT_HELM_VERSION=v3.22.0 runs the same tests on Helm 3.
+version="${AIADMIT_HELM_VERSION:-v4.3.1}"
+major="${version#v}"; major="${major%%.*}"
+module="helm.sh/helm/v$major"
 
 log() { printf '[aiadmit-e2e helm] %s\n' "$*" >&2; }
 
@@ -51,17 +55,20 @@ if [[ -z "$go_bin" || ! -x "$go_bin" ]]; then
   exit 127
 fi
 
-# Helm's Makefile also stamps the Kubernetes version its client libraries speak (the client-go minor, as 1.<minor>):
+# Helm 3's Makefile also stamps the Kubernetes version its client libraries speak (the client-go minor, as 1.<minor>):
 # the default of `helm template`'s .Capabilities.KubeVersion and of lint's deprecation checks. Without it they
 # stay at the library default (v1.20), and a chart's kubeVersion constraint fails. Read it from helm's own go.mod.
-log "downloading helm.sh/helm/v3@$version from the Go module proxy"
-moddir="$(GOFLAGS= "$go_bin" mod download -json "helm.sh/helm/v3@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+# Helm 4 reads the same from the binary's build information, which `go install` records.
+log "downloading $module@$version from the Go module proxy"
+moddir="$(GOFLAGS= "$go_bin" mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
 client_go="$(sed -n 's/^[[:space:]]*k8s.io\/client-go v0\.\([0-9]*\)\..*/\1/p' "$moddir/go.mod")"
 [[ -n "$client_go" ]] || { log "ERROR: no k8s.io/client-go version in $moddir/go.mod"; exit 1; }
 k8s_ldflags=""
-for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
-  k8s_ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$client_go"
-done
+if [[ "$major" == 3 ]]; then
+  for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    k8s_ldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$client_go"
+  done
+fi
 
 log "building helm $version (Kubernetes 1.$client_go client libraries) into $out/bin with $("$go_bin" version) (cold build: a few minutes on 2 cores)"
 tmp="$out/bin.tmp.$$"
@@ -73,8 +80,8 @@ start=$SECONDS
 # GOTOOLCHAIN=auto: helm's go.mod may ask for a newer Go than the local one, and the proxy serves toolchains too.
 CGO_ENABLED=0 GOBIN="$tmp" GOFLAGS="-buildvcs=false" \
   "$go_bin" install -p "${AIADMIT_E2E_GO_P:-2}" -trimpath \
-  -ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$version$k8s_ldflags" \
-  "helm.sh/helm/v3/cmd/helm@$version" >&2
+  -ldflags="-s -w -X $module/internal/version.version=$version$k8s_ldflags" \
+  "$module/cmd/helm@$version" >&2
 [[ -x "$tmp/helm" ]] || { log "ERROR: helm was not produced"; exit 1; }
 rm -rf "$out/bin"
 mv "$tmp" "$out/bin"

@@ -52,7 +52,7 @@ if [[ -z "$go_bin" ]]; then
   [[ -z "$go_bin" && -x /usr/local/go/bin/go ]] && go_bin=/usr/local/go/bin/go
 fi
 if [[ -z "$go_bin" || ! -x "$go_bin" ]]; then
-  log "ERROR: Go toolchain not found (need go >= 1.24 on PATH, at /usr/local/go/bin/go,"
+  log "ERROR: Go toolchain not found (need go >= 1.26 on PATH, at /usr/local/go/bin/go,"
   log "       or set AIADMIT_E2E_GO). It is required to build kube-apiserver/etcd/kubectl."
   exit 127
 fi

@@ -10,7 +10,7 @@ Isolation, and why each piece:
 - the kubelet's cgroups under a cgroup of their own (cgroupRoot), inside the memory cgroup the test runs in;
   removed at the end;
 - containerd's root, state and socket, the kubelet's root, CNI state, etcd's data: all under one work directory.
-Binaries: tests/e2e/cluster/build.sh and tests/e2e/node/build.sh (k8s.io/kubernetes v1.34.4); containerd, runc
+Binaries: tests/e2e/cluster/build.sh and tests/e2e/node/build.sh (k8s.io/kubernetes v1.37.2); containerd, runc
 and the CNI plugins from Debian. The sandbox ("pause") image is built here from pause.c.
 """
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build the Kubernetes CEL oracle (main.go here: Kubernetes' own ValidatingAdmissionPolicy CEL environment, v1.34,
-# from k8s.io/apiserver v0.34.4) into
+# Build the Kubernetes CEL oracle (main.go here: Kubernetes' own ValidatingAdmissionPolicy CEL environment, v1.37,
+# from k8s.io/apiserver v0.37.2, with its compatibility-version gating) into
 #
 #   ${AIADMIT_E2E_CACHE:-$HOME/.cache/aiadmit-e2e}/k8scel-<hash>/k8scel
 #
@@ -44,9 +44,9 @@ if [[ -z "$go_bin" || ! -x "$go_bin" ]]; then
   exit 127
 fi
 
-log "building the Kubernetes CEL oracle (k8s.io/apiserver v0.34.4 VAP environment) into $out with" \
+log "building the Kubernetes CEL oracle (k8s.io/apiserver v0.37.2 VAP environment) into $out with" \
     "$("$go_bin" version): the tool's sources hash to $hash and no build of them is cached" \
-    "(cold: about a minute or two on 2 cores, plus module downloads on an empty module cache)"
+    "(cold: about three minutes on 2 cores, module downloads included; seconds after the e2e control plane's build)"
 start=$SECONDS
 tmp="$out/k8scel.tmp.$$"
 trap 'rm -f "$tmp"' EXIT
@@ -55,7 +55,7 @@ trap 'rm -f "$tmp"' EXIT
 mv "$tmp" "$bin"
 trap - EXIT
 {
-  echo "k8s.io/apiserver=v0.34.4 compatibility=1.34"
+  echo "k8s.io/apiserver=v0.37.2 cel-go=v0.29.2 compatibility=1.34-1.37 (default 1.36, NewExpressions)"
   echo "go=$("$go_bin" env GOVERSION)"
   echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ) seconds=$((SECONDS - start))"
 } > "$out/VERSIONS"

@@ -1,16 +1,26 @@
-// Command k8scel is a test oracle: Kubernetes' own CEL, as the API server builds it for a ValidatingAdmissionPolicy
-// at compatibility version 1.34 (k8s.io/apiserver/pkg/cel/environment.MustBaseEnvSet with strict cost, extended
+// Command k8scel is a test oracle: Kubernetes' own CEL, as the API server v1.37 (k8s.io/apiserver v0.37.2, cel-go
+// v0.29.2) builds it for a ValidatingAdmissionPolicy (k8s.io/apiserver/pkg/cel/environment.MustBaseEnvSet, extended
 // with the VAP variables the way k8s.io/apiserver/pkg/admission/plugin/cel builds its environments). It is a test
 // tool only, never part of the product: tests feed it JSON lines and compare its answers with aiadmit's.
 //
+// Kubernetes' compatibility-version gating, per query or per process: "compatibility" is the version whose
+// environment compiles the expression ("1.34" to "1.37"; an API server's default is one minor below its own,
+// so a 1.37 server validates new expressions in 1.36's environment), "environment" is "new" (the NewExpressions
+// environment at that compatibility version: what the API server accepts in a create or a changed expression) or
+// "stored" (StoredExpressions: every library the binary has, what it compiles an expression already in etcd with,
+// and how it runs every policy). The process defaults are the flags -compatibility (1.36) and -environment (new):
+// a 1.37 API server with its default flags, creating a ValidatingAdmissionPolicy.
+//
 // Input, one JSON object a line on stdin:
 //
-//	{"expr": "...", "vars": {"object": {...}, ...}, "dynVars": ["workload", "container"], "eval": true}
+//	{"expr": "...", "vars": {"object": {...}, ...}, "dynVars": ["workload", "container"], "eval": true,
+//	 "compatibility": "1.36", "environment": "new"}
 //
 // Output, one JSON object a line on stdout:
 //
 //	{"compiled": bool, "error": "...", "outputType": "...", "value": <json>, "evalError": "...",
-//	 "cost": <estimated max cost>, "minCost": <estimated min cost>, "actualCost": <run-time cost>}
+//	 "cost": <estimated max cost>, "minCost": <estimated min cost>, "actualCost": <run-time cost>,
+//	 "env": "NewExpressions@1.36" or "StoredExpressions"}
 //
 // A VAP has no static cost check of its own (its variables are dyn); "cost" is cel-go's estimate with Kubernetes'
 // CostEstimator, where a value read from a variable is bounded by the API server's request size limit
@@ -30,6 +40,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -58,6 +69,9 @@ type request struct {
 	Vars    map[string]json.RawMessage `json:"vars"`
 	DynVars []string                   `json:"dynVars"`
 	Eval    *bool                      `json:"eval"`
+	// Compatibility and Environment select Kubernetes' gating (defaults: the flags).
+	Compatibility string `json:"compatibility"`
+	Environment   string `json:"environment"`
 }
 
 type response struct {
@@ -69,16 +83,34 @@ type response struct {
 	Cost       *uint64         `json:"cost,omitempty"`
 	MinCost    *uint64         `json:"minCost,omitempty"`
 	ActualCost *uint64         `json:"actualCost,omitempty"`
+	Env        string          `json:"env,omitempty"`
 }
+
+var (
+	defaultCompatibility = flag.String("compatibility", "1.36",
+		"compatibility version of the environment (1.37 API server default: 1.36)")
+	defaultEnvironment = flag.String("environment", "new", "new (NewExpressions) or stored (StoredExpressions)")
+)
 
 var envs = map[string]*cel.Env{}
 
-// vapEnv is the NewExpressions environment of a ValidatingAdmissionPolicy validation (params and authorizer
-// declared, strict cost), plus `variables` and each name of extra as dyn.
-func vapEnv(extra []string) (*cel.Env, error) {
+// envType reads "new" or "stored".
+func envType(name string) (environment.Type, error) {
+	switch name {
+	case "new", "":
+		return environment.NewExpressions, nil
+	case "stored":
+		return environment.StoredExpressions, nil
+	}
+	return "", fmt.Errorf("environment %q: want new or stored", name)
+}
+
+// vapEnv is the environment of a ValidatingAdmissionPolicy validation (params and authorizer declared, strict cost)
+// at compatibility version compat, of type kind, plus `variables` and each name of extra as dyn.
+func vapEnv(compat *version.Version, kind environment.Type, extra []string) (*cel.Env, error) {
 	names := append([]string(nil), extra...)
 	sort.Strings(names)
-	key := strings.Join(names, ",")
+	key := compat.String() + "/" + string(kind) + "/" + strings.Join(names, ",")
 	if env, ok := envs[key]; ok {
 		return env, nil
 	}
@@ -97,7 +129,7 @@ func vapEnv(extra []string) (*cel.Env, error) {
 	for _, name := range names {
 		opts = append(opts, cel.Variable(name, cel.DynType))
 	}
-	set, err := environment.MustBaseEnvSet(version.MajorMinor(1, 34), true).Extend(
+	set, err := environment.MustBaseEnvSet(compat).Extend(
 		environment.VersionedOptions{
 			IntroducedVersion: version.MajorMinor(1, 0),
 			EnvOptions:        opts,
@@ -108,7 +140,7 @@ func vapEnv(extra []string) (*cel.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	env, err := set.Env(environment.NewExpressions)
+	env, err := set.Env(kind)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +304,28 @@ func encodeMap(buf *bytes.Buffer, m traits.Mapper) error {
 
 func answer(req request) response {
 	var out response
-	env, err := vapEnv(req.DynVars)
+	compatText, kindText := req.Compatibility, req.Environment
+	if compatText == "" {
+		compatText = *defaultCompatibility
+	}
+	if kindText == "" {
+		kindText = *defaultEnvironment
+	}
+	compat, err := version.ParseMajorMinor(compatText)
+	if err != nil {
+		out.Error = "environment: compatibility: " + err.Error()
+		return out
+	}
+	kind, err := envType(kindText)
+	if err != nil {
+		out.Error = "environment: " + err.Error()
+		return out
+	}
+	out.Env = string(kind) + "@" + compat.String()
+	if kind == environment.StoredExpressions {
+		out.Env = string(kind) // every library of the binary, whatever the compatibility version
+	}
+	env, err := vapEnv(compat, kind, req.DynVars)
 	if err != nil {
 		out.Error = "environment: " + err.Error()
 		return out
@@ -328,6 +381,15 @@ func answer(req request) response {
 }
 
 func main() {
+	flag.Parse()
+	if _, err := version.ParseMajorMinor(*defaultCompatibility); err != nil {
+		fmt.Fprintln(os.Stderr, "k8scel: -compatibility:", err)
+		os.Exit(2)
+	}
+	if _, err := envType(*defaultEnvironment); err != nil {
+		fmt.Fprintln(os.Stderr, "k8scel: -environment:", err)
+		os.Exit(2)
+	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 64<<20)
 	w := bufio.NewWriter(os.Stdout)

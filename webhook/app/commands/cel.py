@@ -21,6 +21,7 @@ from webhook.app.commands import add_engine_options, load_engine
 from webhook.cel.environment import CelError, Expression, new_context
 from webhook.engine.binding import bind_resource, bind_variables, enter
 from webhook.inputs.sources import load_paths
+from webhook.k8s.versions import DEFAULT_PORTABILITY, SUPPORTED, version as kubernetes_version
 from webhook.language.compiler import policy_expression
 from webhook.language.declarations import for_level
 
@@ -39,6 +40,10 @@ def register(subparsers) -> None:
                         help="the level without --rule (default: container when the object has one, else object)")
     parser.add_argument("--template", metavar="NAME", help="the pod template to bind (default: the first)")
     parser.add_argument("--container", metavar="NAME", help="the container to bind (default: the first)")
+    parser.add_argument("--kubernetes-version", choices=[v.name for v in SUPPORTED], metavar="VERSION",
+                        help="refuse what an API server of this version refuses, as a policy's kubernetesVersion "
+                             f"does ({', '.join(v.name for v in SUPPORTED)}; default: the policy's, else "
+                             f"{DEFAULT_PORTABILITY})")
     add_engine_options(parser)
     parser.set_defaults(func=run)
 
@@ -102,11 +107,13 @@ def run(args) -> int:
     if template is not None:
         container = next((c for c in template.containers if args.container in (None, c.obj.get("name"))), None)
     level = level or ("container" if container is not None else "pod" if template is not None else "object")
+    portable = kubernetes_version(args.kubernetes_version) if args.kubernetes_version else None
     try:
         if policy is not None:
-            expression, reads = policy_expression(policy, args.expression, level, engine.config.cel_limits)
+            expression, reads = policy_expression(policy, args.expression, level, engine.config.cel_limits, portable)
         else:
-            expression = Expression(args.expression, None, None, for_level(level), engine.config.cel_limits)
+            expression = Expression(args.expression, None, None, for_level(level), engine.config.cel_limits,
+                                    portable=portable or DEFAULT_PORTABILITY)
             reads = expression.variables
     except CelError as exc:
         print(_located(args.expression, exc.offset or 0, exc.message + _level_hint(policy, level, exc.message)),

@@ -1,7 +1,7 @@
 // Command oracle evaluates CEL expressions in Kubernetes' own CEL environment and prints each answer as JSON.
 //
 // It exists to record what Kubernetes answers (tests/data/k8s-cel-library/cases.yaml), not to be shipped:
-// the environment is k8s.io/apiserver's base environment for Kubernetes 1.34 (the one a
+// the environment is k8s.io/apiserver's base environment for Kubernetes 1.37, StoredExpressions: what a 1.37 API server runs (the one a
 // ValidatingAdmissionPolicy compiles in), extended with the jsonpatch library (MutatingAdmissionPolicy's).
 // Input: one JSON string (an expression) per line. Output: one JSON object per line, with `value` as a CEL
 // literal (ip("..."), semver("..."), optional.of([...]) for the Kubernetes types), or `error`/`compile_error`.
@@ -110,7 +110,7 @@ func literal(v ref.Val) string {
 }
 
 func main() {
-	base, err := environment.MustBaseEnvSet(version.MajorMinor(1, 34), true).Env(environment.StoredExpressions)
+	base, err := environment.MustBaseEnvSet(version.MajorMinor(1, 37)).Env(environment.StoredExpressions)
 	if err != nil {
 		panic(err)
 	}
