@@ -175,12 +175,12 @@ def test_library_functions_are_linear_on_megabyte_inputs(call):
 
     expression = Expression(call, declarations={"s": "string"})
     for text in _HOSTILE:
-        started = time.monotonic()
+        started = time.thread_time()
         try:
             expression.run({"s": text})
         except Exception:  # noqa: BLE001 - an error is an answer; only the time is measured
             pass
-        assert time.monotonic() - started < 5.0, (call, text[:20])
+        assert time.thread_time() - started < 5.0, (call, text[:20])
 
 
 @pytest.mark.parametrize("call", ["lists.range(1000000).distinct().size()", "lists.range(1000000).reverse().sort()[0]",
@@ -189,13 +189,14 @@ def test_library_functions_are_linear_on_megabyte_inputs(call):
                                   "lists.range(100000).map(i, [i, 'a']).distinct().size()"])
 def test_lists_extension_is_bounded_on_large_lists(call):
     """Bounded: up to a million items through the lists extension answer within five seconds (cel-go's distinct is
-    quadratic; aiadmit's hashes)."""
+    quadratic; aiadmit's hashes). Five seconds of this thread's CPU, not of the wall clock: the bound is on work,
+    and a loaded machine must not fail it."""
     import time
 
-    started = time.monotonic()
+    started = time.thread_time()
     # mixed-type literals are the point here: cel-go's checker only (Kubernetes' validators would want dyn())
     Expression(call, declarations={}, kubernetes=False).run({})
-    assert time.monotonic() - started < 5.0, call
+    assert time.thread_time() - started < 5.0, call
 
 
 def test_lists_range_is_bounded_in_memory():
