@@ -190,7 +190,7 @@ def _load_errors(loaded) -> list[InputError]:
 def run_test_file(path: str, engines: Optional[dict] = None) -> TestRun:
     """Run every case of one PolicyTest file (format errors, if any, instead of the bad cases)."""
     run = TestRun()
-    loaded = load_paths([path])
+    loaded = load_paths([path], templates=False)
     docs = [r for r in loaded.resources if r.kind == "PolicyTest"]
     if loaded.errors or not docs:
         run.errors += _load_errors(loaded) or [InputError(path, 0, "no PolicyTest document in this file")]

@@ -24,6 +24,7 @@ from webhook.inputs.sources import load_paths
 from webhook.k8s.versions import DEFAULT_PORTABILITY, SUPPORTED, version as kubernetes_version
 from webhook.language.compiler import policy_expression
 from webhook.language.declarations import for_level
+from webhook.outputs.diagnostics import of_input_error
 
 
 _NO_VARIABLE = re.compile(r"variables has no field '([A-Za-z_][A-Za-z0-9_]*)'")
@@ -82,7 +83,7 @@ def run(args) -> int:
         return 2
     loaded = load_paths([args.object])
     for error in loaded.errors:
-        print(f"error: {error.file}:{error.line}:{error.column}: {error.message}", file=sys.stderr)
+        print(of_input_error(error), file=sys.stderr)
     if loaded.errors or not loaded.resources:
         if not loaded.errors:
             print(f"error: {args.object}: no Kubernetes object found", file=sys.stderr)

@@ -8,7 +8,9 @@ first sentence is not about every one of its rules). Checks that could not run
 (cluster facts unknown) are one summary line unless `verbose`. A table by
 policy and a one-line total close the report; the total stays the last line so
 that scripts and CI logs can grep it. With `quiet` only the failing lines are
-printed (failures and errors), nothing else. Colour only when the caller says
+printed (failures and rules that could not be evaluated), nothing else. Input errors and skipped templates
+are diagnostics, not findings: `outputs/diagnostics.of_result()` gives them as `file:line:col: severity: message` for stderr, in
+every format (machine formats carry them in the report too). Colour only when the caller says
 the output is a terminal (and NO_COLOR is unset): escape codes in a CI log are
 noise.
 """
@@ -56,14 +58,7 @@ def fragment(evaluation, engine, color: bool = False, verbose: bool = False, qui
 def render(result, engine, fragments=None, color: bool = False, verbose: bool = False, quiet: bool = False,
            **options) -> str:
     paint = _Paint(color)
-    lines: list[str] = []
-    for error in result.errors:
-        where = f"{error.file}:{error.line}:{error.column}" if error.line else error.file
-        lines.append(f"{where}: {paint('error', 'error')} {error.message}")
-    for skipped in result.skipped if not quiet else ():
-        lines.append(f"{skipped.file}:{skipped.line}:1: {paint('skipped', 'skip')} {skipped.message}")
-    if lines and not quiet:
-        lines.append("")
+    lines: list[str] = []  # input errors and skipped templates are diagnostics, on stderr
 
     groups: dict[str, list] = defaultdict(list)
     made = fragments_of(fragment, result, engine, fragments, dict(options, color=color, verbose=verbose, quiet=quiet))
@@ -149,3 +144,4 @@ def _table(result, paint) -> list[str]:
                    f"{len(row['resources']):>9}")
     out.append("")
     return out
+

@@ -1,0 +1,69 @@
+"""Every diagnostic (an input that cannot be read, a policy that does not load) is one line on stderr in one form,
+`file:line:col: severity: message`, at the place the author wrote the mistake; findings stay on stdout."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from testdata import ROOT
+
+POLICY = """\
+apiVersion: aiadmit.dev/v1alpha1
+kind: Policy
+metadata:
+  name: team-label
+summary: Every AI workload names its team.
+why: Cost reports are per team.
+remediation: Add the label `team`.
+action: deny
+match:
+  anyClasses: [ai]
+target: object
+rules:
+  - name: has-team
+    expression: has(object.metadata.labels) && 'team' in object.metadata.labels
+     message: "{{object.kind}} {{object.metadata.name}} has no team label"
+    path: /metadata/labels
+"""
+DIAGNOSTIC = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<column>\d+): (?P<severity>error|warning): \S")
+
+
+def aiadmit(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "webhook", *args], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
+
+
+def test_a_yaml_error_in_a_policy_with_message_templates_is_reported_where_it_is(tmp_path):
+    """`{{ }}` in a policy is its message template, not Helm's: the YAML error is not "a template to render"."""
+    templated, plain = tmp_path / "templated.yaml", tmp_path / "plain.yaml"
+    templated.write_text(POLICY)
+    plain.write_text(POLICY.replace("{{object.kind}} {{object.metadata.name}}", "the object"))
+    answers = []
+    for path in (templated, plain):
+        done = aiadmit("policies", "--policies", str(path))
+        assert done.returncode == 2
+        answers.append(done.stderr.replace(str(path), "POLICY"))
+    assert answers[0] == answers[1]
+    assert answers[0].startswith("POLICY:15:13: error: YAML: mapping values are not allowed"), answers[0]
+    assert "render it first" not in answers[0]
+
+
+def test_manifest_and_policy_errors_share_one_stream_and_one_form(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: [x\n")
+    audit = aiadmit("audit", str(broken), "examples/manifests/pytorchjob-gpu.yaml")
+    assert audit.returncode == 2
+    assert str(broken) not in audit.stdout, "an input error is not a finding: stderr, not the report"
+    (line,) = audit.stderr.splitlines()
+    assert DIAGNOSTIC.match(line) and line.startswith(f"{broken}:4:1: error: YAML:"), line
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    load = aiadmit("audit", "--policies", str(policy), "examples/manifests/pytorchjob-gpu.yaml")
+    assert load.returncode == 2 and not load.stdout
+    assert all(DIAGNOSTIC.match(line) for line in load.stderr.splitlines()), load.stderr
+    fix = aiadmit("fix", "--check", str(broken))
+    assert fix.returncode == 2
+    assert [line for line in fix.stderr.splitlines() if DIAGNOSTIC.match(line)] == [line], fix.stderr
