@@ -67,3 +67,15 @@ def test_manifest_and_policy_errors_share_one_stream_and_one_form(tmp_path):
     fix = aiadmit("fix", "--check", str(broken))
     assert fix.returncode == 2
     assert [line for line in fix.stderr.splitlines() if DIAGNOSTIC.match(line)] == [line], fix.stderr
+
+
+def test_an_unknown_kind_in_match_is_an_error_naming_the_closest_known_kind(tmp_path):
+    policy = tmp_path / "policy.yaml"
+    base = POLICY.replace("     message:", "    message:")
+    policy.write_text(base.replace("anyClasses: [ai]", "kinds: [Pod, Deploymnet]"))
+    done = aiadmit("policies", "--policies", str(policy))
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"{policy}:10:"), done.stderr
+    assert "kind 'Deploymnet' is not a kind aiadmit knows: did you mean 'Deployment'?" in done.stderr
+    policy.write_text(base.replace("anyClasses: [ai]", "kinds: [Pod, Deploymnet]\n  unknownKinds: allow"))
+    assert aiadmit("policies", "--policies", str(policy)).returncode == 0

@@ -151,6 +151,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     for position, name in enumerate(names):
         if names.index(name) != position:
             problems.append((f"/rules/{position}/name", f"rule name {name!r} is used twice"))
+    problems += _unknown_kinds(doc.get("match") or {})
     if problems:
         raise Problems(problems)
 
@@ -191,6 +192,28 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             if "variables" in expression.variables:
                 expression.inline = sources
     return policy
+
+
+def _unknown_kinds(raw_match: dict) -> list[tuple]:
+    """A kind in match.kinds/excludeKinds that the kinds table does not know would silently match nothing (a
+    misspelling) unless the author says it is a CRD kind aiadmit does not list (`unknownKinds: allow`)."""
+    if raw_match.get("unknownKinds") == "allow":
+        return []
+    from difflib import get_close_matches
+
+    from webhook.k8s.kindnames import known_kinds
+
+    known, problems = known_kinds(), []
+    for key in ("kinds", "excludeKinds"):
+        for position, kind in enumerate(raw_match.get(key) or ()):
+            if kind in known:
+                continue
+            close = get_close_matches(kind, sorted(known), n=1, cutoff=0.6) or \
+                [k for k in sorted(known) if k.lower() == str(kind).lower()]
+            hint = f": did you mean {close[0]!r}?" if close else ""
+            problems.append((f"/match/{key}/{position}", f"kind {kind!r} is not a kind aiadmit knows{hint} (a "
+                             f"custom resource kind the kinds table does not list: set match.unknownKinds: allow)"))
+    return problems
 
 
 def visible_variables(named: dict, levels: dict, level: str) -> Optional[Struct]:
