@@ -58,7 +58,7 @@ def test_text_output_is_file_line_col_id_action_message(tmp_path):
     assert f"{path}:10:7: resources-declared [deny] container main must request a non-zero cpu " \
            f"(resources.requests.cpu; a limit alone counts too: the API server copies it into the missing " \
            f"request)" in lines
-    assert lines[-1].startswith("1 resources checked:")
+    assert lines[-1].startswith("1 resources checked (")
     assert "Traceback" not in result.stderr
 
 
@@ -98,7 +98,8 @@ def test_stdin_and_exit_zero_when_clean():
     clean = GPU_POD.replace("nvidia.com/gpu: 1", "cpu: 1")
     result = aiadmit("audit", "-", stdin=clean)
     assert result.returncode == 0, result.stdout
-    assert "1 resources checked: 0 deny" in result.stdout
+    assert "1 resources checked (0 denied, 0 warned, 0 audit only, 1 passed, 0 no policy applied); findings: 0 deny" \
+        in result.stdout
 
 
 def test_yaml_syntax_error_is_exit_2_with_line(tmp_path):

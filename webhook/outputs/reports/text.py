@@ -20,7 +20,7 @@ from __future__ import annotations
 import textwrap
 from collections import Counter, defaultdict
 
-from webhook.outputs.reports.jsonreport import summary
+from webhook.outputs.reports.jsonreport import passed_policies, summary
 from webhook.outputs.reports import fragments_of
 from webhook.outputs.reports.location import group_key_of, locate
 
@@ -52,7 +52,20 @@ def fragment(evaluation, engine, color: bool = False, verbose: bool = False, qui
             where += f" {location.field}" if location.field else ""
         text = f"{where}: {finding.policy} [{paint(tag, style)}] {finding.message}"
         items.append(((location.line, location.column, finding.policy, finding.rule), text))
+    if verbose and evaluation.policies and not quiet:  # "passed" and "did not apply" look different
+        items.append(_applied(evaluation))
     return group_key_of(evaluation.resource), items
+
+
+def _applied(evaluation) -> tuple[tuple, str]:
+    """`where: Kind ns/name: passed a, b (applied: a, b, c)`, placed at the object's first line."""
+    resource = evaluation.resource
+    line, column = resource.origin.position("") if resource.origin.located else (0, 0)
+    where = f"{resource.origin.file}:{line}:{column}" if resource.origin.file and line else \
+        (resource.origin.file or resource.origin.cluster or "")
+    passed = passed_policies(evaluation)
+    return ((line, column, "", ""), f"{where}: {resource.describe()}: passed {', '.join(passed) or 'none'} "
+                                     f"(applied: {', '.join(evaluation.policies)})")
 
 
 def render(result, engine, fragments=None, color: bool = False, verbose: bool = False, quiet: bool = False,
@@ -81,9 +94,12 @@ def render(result, engine, fragments=None, color: bool = False, verbose: bool = 
     for note in result.notes:
         lines.append(f"note: {note}")
     counts = summary(result)
+    by = counts["resourcesBy"]
     lines.append(
-        f"{counts['resources']} resources checked: {counts['deny']} deny, {counts['warn']} warn, "
-        f"{counts['audit']} audit, {counts['skipped']} skipped, {counts['errors']} errors")
+        f"{counts['resources']} resources checked ({by['denied']} denied, {by['warned']} warned, "
+        f"{by['audited']} audit only, {by['passed']} passed, {by['unchecked']} no policy applied); findings: "
+        f"{counts['deny']} deny, {counts['warn']} warn, {counts['audit']} audit, {counts['skipped']} skipped "
+        f"({counts['ruleErrors']} could not be evaluated); {counts['errors']} input errors")
     return "\n".join(lines) + "\n"
 
 
