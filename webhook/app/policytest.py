@@ -30,6 +30,7 @@ from webhook.model.findings import Finding
 from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.model.resource import InputError, Resource
 from webhook.inputs.sources import iter_manifest_files, load_paths
+from webhook.outputs.diagnostics import PLACED as _PLACED
 
 EXPECTATIONS = ("pass", "fail", "skip", "not-applicable")
 TEST_KEYS = ("apiVersion", "kind", "metadata", "policies", "config", "resources", "context", "cases")
@@ -164,7 +165,7 @@ def _check_case(doc: _Doc, position: int, case, engine: Engine, resources: list[
     expect = case.get("expect", "pass")
     if expect not in EXPECTATIONS:
         doc.error(f"{at}/expect", f"expect must be one of {', '.join(EXPECTATIONS)}, not {expect!r}")
-    if "rules" in case:
+    if "rules" in case and expect in EXPECTATIONS:  # after a misspelt expect, one error is enough
         rules = case["rules"]
         if expect != "fail":
             doc.error(f"{at}/rules", "rules (the failing rules) go with expect: fail")
@@ -218,8 +219,13 @@ def _run_document(doc: _Doc, base: str, engines: dict) -> TestRun:
         engine = engines.get(key) or Engine.load(policies, config)
     except Exception as exc:  # loading problems are format errors of the test, with their file:line
         problems = getattr(exc, "problems", None) or [str(exc)]
-        for problem in problems:
-            doc.error("/policies" if obj.get("policies") else "", f"{name}: cannot load policies/config: {problem}")
+        for problem in problems:  # at the author's place in the policy when the problem has one, else the test's
+            placed = _PLACED.match(problem)
+            if placed and " " not in placed.group("file"):
+                doc.errors.append(InputError(os.path.normpath(placed.group("file")), int(placed.group("line")),
+                                             placed.group("message"), int(placed.group("column") or 0)))
+            else:
+                doc.error("/policies" if obj.get("policies") else "", f"{name}: cannot load policies/config: {problem}")
         return run
     engines[key] = engine
     inputs = load_paths([os.path.join(base, f) for f in obj.get("resources", [])])

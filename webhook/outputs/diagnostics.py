@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import sys
 
-_PLACED = re.compile(r"^(?P<file>[^\n]+?):(?P<line>\d+)(?::(?P<column>\d+))?: (?P<message>.*)$", re.S)
+PLACED = re.compile(r"^(?P<file>[^\n]+?):(?P<line>\d+)(?::(?P<column>\d+))?: (?P<message>.*)$", re.S)
 
 
 def format_diagnostic(file: str, line: int, column: int, severity: str, message: str) -> str:
@@ -25,7 +25,7 @@ def of_input_error(error, severity: str = "error") -> str:
 
 def of_problem(problem: str, severity: str = "error") -> str:
     """A load problem written `file:line:col: message` (or without a place) as a diagnostic."""
-    placed = _PLACED.match(problem)
+    placed = PLACED.match(problem)
     if placed is None or " " in placed.group("file"):
         return f"{severity}: {problem}"
     return format_diagnostic(placed.group("file"), int(placed.group("line")), int(placed.group("column") or 0),
