@@ -79,3 +79,59 @@ def test_an_unknown_kind_in_match_is_an_error_naming_the_closest_known_kind(tmp_
     assert "kind 'Deploymnet' is not a kind aiadmit knows: did you mean 'Deployment'?" in done.stderr
     policy.write_text(base.replace("anyClasses: [ai]", "kinds: [Pod, Deploymnet]\n  unknownKinds: allow"))
     assert aiadmit("policies", "--policies", str(policy)).returncode == 0
+
+
+REGEX_POLICY = """\
+apiVersion: aiadmit.dev/v1alpha1
+kind: Policy
+metadata:
+  name: image-registry
+summary: Images come from the registry.
+why: Supply chain.
+remediation: Use the registry.
+action: deny
+match:
+  anyClasses: [ai]
+target: container
+params:
+  pattern: "^(?!docker.io)"
+  label: team
+variables:
+  - name: teamLabel
+    expression: "object.metadata.labels[params.label]"
+  - name: owned
+    expression: "variables.teamLabel != ''"
+rules:
+  - name: from-registry
+    expression: container.image.matches(params.pattern)
+    message: "{{container.name}} image from elsewhere"
+  - name: found
+    expression: container.image.find(params.pattern) != ''
+    message: "{{container.name}} image from elsewhere"
+  - name: owned
+    expression: variables.owned
+    message: "not owned"
+"""
+
+
+def test_a_param_that_feeds_a_regex_is_checked_at_load_like_a_literal(tmp_path):
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(REGEX_POLICY)
+    done = aiadmit("policies", "--policies", str(policy))
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith(f"{policy}:22:") and "param pattern: invalid regular expression" in lines[0]
+    assert lines[1].startswith(f"{policy}:25:") and "param pattern: invalid regular expression" in lines[1]
+    assert len(lines) == 2, done.stderr
+    policy.write_text(REGEX_POLICY.replace("^(?!docker.io)", "^registry[.]example/"))
+    assert aiadmit("policies", "--policies", str(policy)).returncode == 0
+
+
+def test_one_misspelt_param_in_a_variable_is_one_error_not_a_cascade(tmp_path):
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(REGEX_POLICY.replace("^(?!docker.io)", "^registry[.]example/")
+                      .replace("labels[params.label]", "labels[params.lable]"))
+    done = aiadmit("policies", "--policies", str(policy))
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()  # not also `variables has no field 'teamLabel'` and the rule that reads it
+    assert line.startswith(f"{policy}:17:") and "unknown parameter 'lable' (known: label, pattern)" in line

@@ -53,7 +53,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         params[key] = value
     problems: list[tuple] = []
     portable = _portability(doc, problems)
-    named, levels = _variables(doc, params, checks, problems, limits, portable)
+    broken: set[str] = set()  # variables that did not compile: what reads them is not reported again
+    named, levels = _variables(doc, params, checks, problems, limits, portable, broken)
 
     def visible(level: str) -> Optional[Struct]:
         return visible_variables(named, levels, level)
@@ -64,7 +65,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         try:
             return Expression(text, params, checks, for_level(level, visible(level)), limits, portable=portable)
         except CelError as exc:
-            problems.append((where, f"{name}: CEL does not compile: {exc.message}", exc.offset))
+            if not reads_broken(text, broken):
+                problems.append((where, f"{name}: CEL does not compile: {exc.message}", exc.offset))
             return None
 
     def reads(found: frozenset, by_name: frozenset) -> frozenset:
@@ -82,8 +84,9 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             message = Template(raw.get("message", ""), params, checks, for_level(level, visible(level)), limits,
                                portable)
         except CelError as exc:
-            problems.append((f"{where}/message", f"rule {raw['name']}: CEL in message does not compile: "
-                                                 f"{exc.message}", exc.offset))
+            if not reads_broken(raw.get("message"), broken):
+                problems.append((f"{where}/message", f"rule {raw['name']}: CEL in message does not compile: "
+                                                     f"{exc.message}", exc.offset))
             continue
         if "messageExpression" in raw:
             try:
@@ -91,8 +94,9 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
                                             limits, fallback=message if raw.get("message") else None,
                                             portable=portable)
             except CelError as exc:
-                problems.append((f"{where}/messageExpression", f"rule {raw['name']}: messageExpression does not "
-                                                               f"compile: {exc.message}", exc.offset))
+                if not reads_broken(raw["messageExpression"], broken):
+                    problems.append((f"{where}/messageExpression", f"rule {raw['name']}: messageExpression does "
+                                                                   f"not compile: {exc.message}", exc.offset))
                 continue
             if message.expression.type not in ("string", "dyn"):
                 problems.append((f"{where}/messageExpression", f"rule {raw['name']}: messageExpression must be a "
@@ -276,7 +280,7 @@ def _portability(doc: dict, problems: list):
 
 
 def _variables(doc: dict, params: dict, checks: Checks, problems: list,
-               limits: Optional[Limits], portable) -> tuple[dict, dict]:
+               limits: Optional[Limits], portable, broken: set) -> tuple[dict, dict]:
     """The policy's named `variables`, in order: each checked at the shallowest level it needs (object, pod, then
     the policy's target), reading the earlier ones as `variables.NAME`. (name -> Expression, name -> level)"""
     order = ("object", "pod", "container")
@@ -300,8 +304,19 @@ def _variables(doc: dict, params: dict, checks: Checks, problems: list,
             except CelError as exc:  # a copy, not `exc`: its traceback holds this frame, a cycle that kept the
                 error = CelError(exc.message, exc.offset)  # callers' frames (an audit's findings) alive until gc
         else:
-            problems.append((where, f"variable {name}: CEL does not compile: {error.message}", error.offset))
+            if not reads_broken(raw["expression"], broken):  # else its error follows from the earlier one
+                problems.append((where, f"variable {name}: CEL does not compile: {error.message}", error.offset))
+            broken.add(name)
     return named, levels
+
+
+_NAMED = re.compile(r"\bvariables\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def reads_broken(text, broken: set) -> bool:
+    """Whether an expression reads a variable that did not compile: its own error would be a follow-on of that
+    one (`variables has no field ...`, `undeclared reference to 'variables'`), reported once at the root cause."""
+    return bool(broken) and isinstance(text, str) and any(name in broken for name in _NAMED.findall(text))
 
 
 class Problems(Exception):
