@@ -292,22 +292,26 @@ class LiveFacts:
     def _sources(self) -> list[_Source]:
         from kubernetes import client
 
-        core = client.CoreV1Api(self.api_client)
-        apps = client.AppsV1Api(self.api_client)
+        def own() -> Any:
+            """A client (and connection pool) per watch thread, never shared: in `aiadmit serve` sockets are gevent's,
+            each bound to the OS thread that opened it, and a pooled connection handed to another thread fails
+            ("Cannot switch to a different thread"; seen in tests/e2e after the rotation test's burst)."""
+            return client.ApiClient(self.api_client.configuration) if self.api_client is not None else None
+
         return [
-            _Source(self.caches["namespaces"], core.list_namespace),
-            _Source(self.caches["resourcequotas"], core.list_resource_quota_for_all_namespaces),
-            _Source(self.caches["priorityclasses"], client.SchedulingV1Api(self.api_client).list_priority_class),
-            _Source(self.caches["runtimeclasses"], client.NodeV1Api(self.api_client).list_runtime_class),
-            _Source(self.caches["deployments"], apps.list_deployment_for_all_namespaces),
-            _Source(self.caches["statefulsets"], apps.list_stateful_set_for_all_namespaces),
-            _Source(self.caches["configmaps"], core.list_config_map_for_all_namespaces),
-            _Source(self.caches["nodes"], core.list_node),
+            _Source(self.caches["namespaces"], client.CoreV1Api(own()).list_namespace),
+            _Source(self.caches["resourcequotas"], client.CoreV1Api(own()).list_resource_quota_for_all_namespaces),
+            _Source(self.caches["priorityclasses"], client.SchedulingV1Api(own()).list_priority_class),
+            _Source(self.caches["runtimeclasses"], client.NodeV1Api(own()).list_runtime_class),
+            _Source(self.caches["deployments"], client.AppsV1Api(own()).list_deployment_for_all_namespaces),
+            _Source(self.caches["statefulsets"], client.AppsV1Api(own()).list_stateful_set_for_all_namespaces),
+            _Source(self.caches["configmaps"], client.CoreV1Api(own()).list_config_map_for_all_namespaces),
+            _Source(self.caches["nodes"], client.CoreV1Api(own()).list_node),
             _Source(self.caches["localqueues"],
-                    FirstServed(client.CustomObjectsApi(self.api_client).list_cluster_custom_object, KUEUE_GROUP,
+                    FirstServed(client.CustomObjectsApi(own()).list_cluster_custom_object, KUEUE_GROUP,
                                 KUEUE_VERSIONS, KUEUE_PLURAL)),
             _Source(self.caches["podgroups"],
-                    FirstServed(client.CustomObjectsApi(self.api_client).list_cluster_custom_object, PODGROUP_GROUP,
+                    FirstServed(client.CustomObjectsApi(own()).list_cluster_custom_object, PODGROUP_GROUP,
                                 PODGROUP_VERSIONS, PODGROUP_PLURAL)),
         ]
 
