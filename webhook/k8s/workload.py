@@ -17,6 +17,7 @@ from webhook.model.quantity import parse_quantity
 from webhook.model.resource import Resource
 from webhook.k8s.containers import (ShapeError, check_list_of_maps, check_metadata, copied_metadata, injected,
                                    readable)
+from webhook.k8s.dra import IMPLICIT_PREFIX, undeclared
 from webhook.k8s.kindnames import KINDS_FILE, table_data
 from webhook.k8s.shape import TooLarge, searchable, template_entries, unlisted_name
 
@@ -153,12 +154,21 @@ class Classification:
         "nvidia.com/gpu", "nvidia.com/mig-*", "nvidia.com/gpu.shared", "amd.com/gpu", "gpu.intel.com/*",
         "habana.ai/*", "aws.amazon.com/neuron*", "google.com/tpu",
     )
+    # DRA device classes whose devices are accelerators (globs): a claim of any other class (a NIC, an IMEX channel)
+    # holds no accelerator. A DeviceClass's implicit extended resource (deviceclass.resource.kubernetes.io/<class>)
+    # is an accelerator when its class is one.
+    device_classes: tuple[str, ...] = (
+        "gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com", "gpu.amd.com", "gpu.intel.com", "*.gpu.intel.com",
+        "neuron.aws.com", "tpu.google.com",
+    )
     tier_label: str = "aiadmit.dev/tier"
     role_label: str = "aiadmit.dev/role"
     notebook_label: str = "notebook-name"
     notebooks_are_untrusted: bool = True
 
     def is_accelerator(self, resource_name: str) -> bool:
+        if resource_name.startswith(IMPLICIT_PREFIX):
+            return _matches_accelerator(resource_name[len(IMPLICIT_PREFIX):], self.device_classes)
         return _matches_accelerator(resource_name, self.accelerators)
 
 
@@ -252,6 +262,9 @@ def _locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], droppe
                         containers.append(Container(view, pointer, section, _NO_RENAME,
                                                     injected(spec.injects, section, position, view)
                                                     if spec.injects else []))
+                if pod_spec.get("resourceClaims") is not None or any(
+                        (c.obj.get("resources") or {}).get("claims") for c in containers):
+                    errors.extend(undeclared(pod_spec, [(c.pointer, c.obj) for c in containers]))
                 volumes = pod_spec.get("volumes")
                 if volumes is not None:
                     try:
