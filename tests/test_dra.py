@@ -207,3 +207,14 @@ spec: {spec: {devices: {requests: [{name: nic, exactly: {deviceClassName: rdma.e
     assert floors(engine) == []
     assert floors(widened) == ["container main requests 1 cpu for 3 device(s); at least 1 per device keeps the "
                                "accelerator fed"]
+
+
+# ---------------------------------------------------------------------- docs/policies.md says how each reads them
+def test_every_builtin_policy_says_how_it_reads_dra_devices(engine):
+    from webhook.app.commands.policies import markdown
+
+    text = markdown(sorted(engine.by_id.values(), key=lambda p: p.id))
+    for policy in engine.policies:
+        assert policy.document.get("forms", {}).get("dra"), f"{policy.id}: no forms.dra"
+        section = text.split(f"\n## {policy.id}\n", 1)[1].split("\n## ", 1)[0]
+        assert "### Kubernetes 1.35–1.37 forms" in section and "- **DRA devices**: " in section, policy.id
