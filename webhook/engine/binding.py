@@ -129,9 +129,10 @@ def enter(context: Activation, scope: Scope, template: Optional[PodTemplate], po
         if "envFrom" in scope.variables:
             context["envFrom"] = env_from(container.obj, scope)
         if "claims" in scope.variables:
+            resources = container.obj.get("resources")
             context["claims"] = dra.resolve(context.get("pod") or {}, container.obj, claim_facts(scope),
                                             classification.device_classes, me(scope)) \
-                if (container.obj.get("resources") or {}).get("claims") else []
+                if resources and "claims" in resources else []
     elif "container" in context:  # a pod-level rule must not see the last template's container
         del context["container"], context["containerType"], context["containerName"], context["injected"]
 
@@ -176,7 +177,11 @@ def claim_facts(scope: Scope) -> Optional[dict]:
     every claim and template the resource's pods name is among them (a rule about a claim's devices then skips)."""
     if scope.claims is not False:
         return scope.claims
-    named = [n for t in (scope.workload.templates if scope.workload else ()) for n in dra.named_objects(t.spec or {})]
+    if scope.workload is None or not any(t.spec and "resourceClaims" in t.spec for t in scope.workload.templates):
+        scope.claims = NO_CLAIMS
+        return NO_CLAIMS
+    named = [n for t in (scope.workload.templates if scope.workload else ()) if t.spec and "resourceClaims" in t.spec
+             for n in dra.named_objects(t.spec)]
     known = scope.facts.resource_claims(scope.resource.namespace) if named else NO_CLAIMS
     if known is not None and any(name not in known.get(kind, {}) for kind, name in named):
         known = None

@@ -167,13 +167,13 @@ class Classification:
     notebooks_are_untrusted: bool = True
 
     def is_accelerator(self, resource_name: str) -> bool:
-        if resource_name.startswith(IMPLICIT_PREFIX):
-            return _matches_accelerator(resource_name[len(IMPLICIT_PREFIX):], self.device_classes)
-        return _matches_accelerator(resource_name, self.accelerators)
+        return _matches_accelerator(resource_name, self.accelerators, self.device_classes)
 
 
 @lru_cache(maxsize=1024)
-def _matches_accelerator(name: str, patterns: tuple[str, ...]) -> bool:
+def _matches_accelerator(name: str, patterns: tuple[str, ...], device_classes: tuple[str, ...]) -> bool:
+    if name.startswith(IMPLICIT_PREFIX):  # a DeviceClass's own extended resource: an accelerator if its class is one
+        return any(fnmatch.fnmatchcase(name[len(IMPLICIT_PREFIX):], p) for p in device_classes)
     return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
@@ -243,6 +243,7 @@ def _locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], droppe
             if spec.copies:
                 metadata = copied_metadata(obj, base, spec.copies, metadata)
             containers = []
+            claimed = False  # some container names a DRA claim (resources.claims)
             if pod_spec is not None:
                 for section in ("initContainers", "containers", "ephemeralContainers"):
                     items = pod_spec.get(section)
@@ -259,11 +260,13 @@ def _locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], droppe
                             tick()
                         pointer = at + str(position)
                         view = readable(item, pointer, _NO_RENAME, errors, dropped)
+                        resources = view.get("resources")
+                        if resources and "claims" in resources:
+                            claimed = True
                         containers.append(Container(view, pointer, section, _NO_RENAME,
                                                     injected(spec.injects, section, position, view)
                                                     if spec.injects else []))
-                if pod_spec.get("resourceClaims") is not None or any(
-                        (c.obj.get("resources") or {}).get("claims") for c in containers):
+                if claimed or "resourceClaims" in pod_spec:
                     errors.extend(undeclared(pod_spec, [(c.pointer, c.obj) for c in containers]))
                 volumes = pod_spec.get("volumes")
                 if volumes is not None:
