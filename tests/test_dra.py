@@ -5,10 +5,15 @@ The policy-level behaviour (floors, quota keys, isolation, admin access, the cla
 test cases under tests/policies (dra-claims/ and the dra*.yaml files of each policy).
 """
 
+import json
+
 import pytest
 from kubernetes import client
 
+from serverproc import make_review
+from webhook.app import admission
 from webhook.engine.core import Engine
+from webhook.inputs import review as reviews
 from webhook.inputs.livefacts import LiveFacts
 from webhook.inputs.sources import load_text
 from webhook.k8s import dra
@@ -218,3 +223,29 @@ def test_every_builtin_policy_says_how_it_reads_dra_devices(engine):
         assert policy.document.get("forms", {}).get("dra"), f"{policy.id}: no forms.dra"
         section = text.split(f"\n## {policy.id}\n", 1)[1].split("\n## ", 1)[0]
         assert "### Kubernetes 1.35–1.37 forms" in section and "- **DRA devices**: " in section, policy.id
+
+
+# ---------------------------------------------------------------------- the webhook's answers
+def test_admission_of_claims_and_of_a_pod_naming_an_undeclared_claim(engine):
+    facts = live_facts()
+    facts.caches["namespaces"].replace([{"metadata": {"name": "tenant", "labels": {"aiadmit.dev/tier": "untrusted"}}},
+                                        {"metadata": {"name": "ml"}}], "30")
+    admin = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+             "metadata": {"name": "watch-all", "namespace": "ml"},
+             "spec": {"spec": {"devices": {"requests": [{"name": "all", "exactly": {
+                 "deviceClassName": "gpu.nvidia.com", "allocationMode": "All", "adminAccess": True}}]}}}}
+    part = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "slice-of-memory", "namespace": "tenant"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": "gpu.nvidia.com", "capacity": {"requests": {"memory": "10Gi"}}}}]}}}
+    whole = dict(part, metadata={"name": "whole", "namespace": "tenant"},
+                 spec={"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}})
+    undeclared = pod("p", "ml", [], ["gpu"])
+
+    def answer(obj):
+        return admission.validate(engine, reviews.parse(json.dumps(make_review(obj)).encode()), facts).response
+    for obj, says in ((admin, "asks for adminAccess (request all)"), (part, "part of a device's capacity"),
+                      (undeclared, "names claim 'gpu', which the pod does not declare")):
+        response = answer(obj)
+        assert response["allowed"] is False and says in response["status"]["message"], response
+    assert answer(whole)["allowed"] is True
