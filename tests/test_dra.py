@@ -112,6 +112,16 @@ def test_a_claim_the_pod_does_not_declare_is_an_input_error_and_the_rest_is_chec
     assert any(f.policy == "resources-declared" and f.rule == "cpu-request" for f in evaluation.findings)
 
 
+def test_odd_claim_shapes_are_input_errors_or_nothing_never_a_crash(engine):
+    obj = pod("p", "ml", [{"name": "gpu", "resourceClaimTemplateName": "t"}], [])
+    obj["spec"]["containers"][0]["resources"]["claims"] = [{"name": ["gpu"]}, "gpu"]
+    obj["spec"]["resourceClaims"].append("not a map")
+    [error] = engine.evaluate(Resource(obj), NoFacts()).errors
+    assert "resources.claims[0] names claim ['gpu']" in error.message
+    odd = {"kind": "ResourceClaim", "spec": {"devices": {"requests": "gpu", "config": [{"opaque": "x"}, 3]}}}
+    assert dra.requests(dra.claim_devices(odd), CLASSES) == []
+
+
 def test_declared_claims_are_no_error(engine):
     obj = pod("p", "ml", [{"name": "gpu", "resourceClaimTemplateName": "t"}], ["gpu"])
     assert not engine.evaluate(Resource(obj), NoFacts()).errors

@@ -135,7 +135,7 @@ def undeclared(pod: dict, containers: Iterable[tuple[str, dict]]) -> list[ShapeE
     for pointer, container in containers:
         for position, claim in enumerate(container_claims(container)):
             name = claim.get("name")
-            if name not in declared:
+            if not isinstance(name, str) or name not in declared:  # a name that is no string names nothing
                 errors.append(ShapeError(f"{pointer}/resources/claims/{position}",
                                          f"resources.claims[{position}] names claim {name!r}, which the pod does not "
                                          f"declare in spec.resourceClaims ({', '.join(sorted(declared)) or 'none'})"))
