@@ -286,7 +286,7 @@ class Builtin:
 
 _LEVEL_OF = {"pod": "pod", "podMeta": "pod", "template": "pod", "templateDevices": "pod", "container": "container",
              "containerType": "container", "containerName": "container", "injected": "container",
-             "envFrom": "container"}
+             "envFrom": "container", "claims": "container"}
 _ORDER = ("object", "pod", "container")
 
 

@@ -34,7 +34,7 @@ def checker_runs(monkeypatch):
 
 def test_the_unchanged_bundle_loads_without_running_the_checker(checker_runs):
     engine = Engine.load()
-    assert len(engine.policies) == 16 and checker_runs == []
+    assert len(engine.policies) == 17 and checker_runs == []
 
 
 def test_an_edited_copy_with_a_misspelt_variable_is_checked_and_fails(tmp_path, checker_runs):

@@ -31,21 +31,23 @@ TEMPLATE = Struct("a templates item", {
 CLUSTER = Struct("cluster", {
     "namespace": DYN, "resourceQuotas": ("list", DYN), "priorityClasses": ("map", "string", DYN),
     "runtimeClasses": _STRINGS, "hpaTarget": DYN, "nodes": ("map", "string", DYN), "localQueues": _STRINGS,
-    "podGroups": ("map", "string", DYN),
+    "podGroups": ("map", "string", DYN), "resourceClaims": DYN,
 })
 
 # ValidatingAdmissionPolicy's names beside aiadmit's: `object`, `oldObject` (the stored object on an UPDATE review;
 # null on CREATE and in an audit), `request` (what aiadmit knows of the admission request:
 # kind, name, namespace, operation, uid), `namespaceObject` (the namespace with its labels, when the facts know it).
+# `claimDevices`: the device requests of a ResourceClaim or ResourceClaimTemplate under review (k8s/dra.py), else [].
 OBJECT = {"object": DYN, "oldObject": DYN, "request": DYN, "namespaceObject": DYN,
-          "workload": WORKLOAD, "templates": ("list", TEMPLATE), "cluster": CLUSTER}
+          "workload": WORKLOAD, "templates": ("list", TEMPLATE), "cluster": CLUSTER, "claimDevices": ("list", DYN)}
 POD = dict(OBJECT, pod=DYN, podMeta=DYN, template="string", templateDevices=_STRINGS)
 # `containerName`: the container's name, else its field (KServe's `sklearn`, a TrainJob's `trainer`), else its
 # place (`containers[0]`): what a message says, without `has(container.name) ? container.name : containerType`.
 # `injected`: what the kind's operator adds to the container (kinds.yaml `injects`), a list of maps.
 # `envFrom`: what the container's envFrom loads as far as the facts know ({variables, unknown}).
+# `claims`: the DRA device requests the container's resources.claims give it (k8s/dra.py), one entry each.
 CONTAINER = dict(POD, container=DYN, containerType="string", containerName="string", injected=("list", DYN),
-                 envFrom=DYN)
+                 envFrom=DYN, claims=("list", DYN))
 LEVELS = {"object": OBJECT, "pod": POD, "container": CONTAINER}
 
 

@@ -46,6 +46,10 @@ def _applies(policy) -> str:
     return "; ".join(parts) or "-"
 
 
+# The policy file's `forms` keys, in the order docs/policies.md shows them (the catalogue's "Kubernetes 1.35–1.37").
+FORMS = {"dra": "DRA devices", "podLevelResources": "Pod-level resources", "sidecars": "Native sidecars"}
+
+
 def markdown(policies) -> str:
     """docs/policies.md, generated from the policy files (CI checks it is current)."""
     out = ["# Built-in policies", "",
@@ -58,6 +62,10 @@ def markdown(policies) -> str:
                 f"Applies to: {_applies(policy)}. Default action: `{policy.action}`. Target: each {policy.target}."
                 f" Source: [`policies/{policy.id}.yaml`](../policies/{policy.id}.yaml).", "",
                 "### Why", "", policy.why, "", "### Remediation", "", policy.remediation]
+        forms = policy.document.get("forms") if isinstance(policy.document, dict) else None
+        if forms:
+            out += ["", "### Kubernetes 1.35–1.37 forms", ""]
+            out += [f"- **{FORMS[key]}**: {' '.join(str(forms[key]).split())}" for key in FORMS if key in forms]
         if policy.params:
             out += ["", "### Parameters", "", "| name | default |", "|---|---|"]
             out += [f"| `{name}` | `{value}` |" for name, value in policy.params.items()]
