@@ -115,6 +115,8 @@ def enter(context: Activation, scope: Scope, template: Optional[PodTemplate], po
             if position not in scope.devices:
                 scope.devices[position] = template_devices(template, classification)
             context["templateDevices"] = scope.devices[position]
+        if "podResources" in scope.variables:
+            context["podResources"] = pod_resources(template)
     if container is not None:
         context["container"] = container.obj
         context["containerType"] = container.section
@@ -124,6 +126,13 @@ def enter(context: Activation, scope: Scope, template: Optional[PodTemplate], po
             context["envFrom"] = env_from(container.obj, scope)
     elif "container" in context:  # a pod-level rule must not see the last template's container
         del context["container"], context["containerType"], context["containerName"], context["injected"]
+
+
+def pod_resources(template: PodTemplate) -> dict:
+    """The template's pod-level resources (`spec.resources`), {} where it has none: what rules read as
+    `podResources` (language/declarations.py says why not `pod.resources`)."""
+    found = template.spec.get("resources") if template.spec is not None else None
+    return found if isinstance(found, dict) else {}
 
 
 def bind_variables(context: Activation, policy: Any) -> None:
