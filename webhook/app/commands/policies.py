@@ -46,6 +46,13 @@ def _applies(policy) -> str:
     return "; ".join(parts) or "-"
 
 
+# The policy's `forms` (policy.schema.json), in the order and words docs/policies.md gives them.
+FORMS = (("podResources", "Pod-level resources (`spec.resources`)"),
+         ("sidecars", "Native sidecars (init containers with `restartPolicy: Always`)"),
+         ("imageVolumes", "Image volumes (`volumes[].image`)"),
+         ("draDevices", "Devices through DRA (`resources.claims`)"))
+
+
 def markdown(policies) -> str:
     """docs/policies.md, generated from the policy files (CI checks it is current)."""
     out = ["# Built-in policies", "",
@@ -61,6 +68,10 @@ def markdown(policies) -> str:
         if policy.params:
             out += ["", "### Parameters", "", "| name | default |", "|---|---|"]
             out += [f"| `{name}` | `{value}` |" for name, value in policy.params.items()]
+        forms = policy.document.get("forms") or {}
+        if forms:
+            out += ["", "### Kubernetes 1.35–1.37 forms", ""]
+            out += [f"- **{label}**: {' '.join(forms[key].split())}" for key, label in FORMS if key in forms]
         out += ["", "### Rules", "", "| rule | action | checks |", "|---|---|---|"]
         for rule in policy.rules:
             what = (rule.description if getattr(rule, "description", None) else
