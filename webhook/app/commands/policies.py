@@ -46,11 +46,9 @@ def _applies(policy) -> str:
     return "; ".join(parts) or "-"
 
 
-# The policy's `forms` (policy.schema.json), in the order and words docs/policies.md gives them.
-FORMS = (("podResources", "Pod-level resources (`spec.resources`)"),
-         ("sidecars", "Native sidecars (init containers with `restartPolicy: Always`)"),
-         ("imageVolumes", "Image volumes (`volumes[].image`)"),
-         ("draDevices", "Devices through DRA (`resources.claims`)"))
+# The policy file's `forms` keys, in the order docs/policies.md shows them (the catalogue's "Kubernetes 1.35–1.37").
+FORMS = {"dra": "DRA devices", "podLevelResources": "Pod-level resources", "sidecars": "Native sidecars",
+         "imageVolumes": "Image volumes"}
 
 
 def markdown(policies) -> str:
@@ -65,13 +63,13 @@ def markdown(policies) -> str:
                 f"Applies to: {_applies(policy)}. Default action: `{policy.action}`. Target: each {policy.target}."
                 f" Source: [`policies/{policy.id}.yaml`](../policies/{policy.id}.yaml).", "",
                 "### Why", "", policy.why, "", "### Remediation", "", policy.remediation]
+        forms = policy.document.get("forms") if isinstance(policy.document, dict) else None
+        if forms:
+            out += ["", "### Kubernetes 1.35–1.37 forms", ""]
+            out += [f"- **{FORMS[key]}**: {' '.join(str(forms[key]).split())}" for key in FORMS if key in forms]
         if policy.params:
             out += ["", "### Parameters", "", "| name | default |", "|---|---|"]
             out += [f"| `{name}` | `{value}` |" for name, value in policy.params.items()]
-        forms = policy.document.get("forms") or {}
-        if forms:
-            out += ["", "### Kubernetes 1.35–1.37 forms", ""]
-            out += [f"- **{label}**: {' '.join(forms[key].split())}" for key, label in FORMS if key in forms]
         out += ["", "### Rules", "", "| rule | action | checks |", "|---|---|---|"]
         for rule in policy.rules:
             what = (rule.description if getattr(rule, "description", None) else
