@@ -609,8 +609,9 @@ def test_a_resize_that_breaks_the_checklist_is_refused_one_that_keeps_it_passes(
     with pytest.raises(ApiException) as refused:
         core.patch_namespaced_pod_resize("resized", gpu_namespace, shrink)
     assert refused.value.status == 403, refused.value.body
-    assert DENIED in refused.value.body and "shm-sized" in refused.value.body, refused.value.body
-    assert "must be smaller than its memory limit 1Gi" in refused.value.body
+    message = json.loads(refused.value.body)["message"]
+    assert message.startswith(DENIED) and "\nshm-sized: /dev/shm of container train (sizeLimit 2Gi) must be smaller " \
+        "than its memory limit 1Gi" in message, message
     assert stored(apiserver, "pod", "resized", gpu_namespace)["spec"]["containers"][0]["resources"]["limits"][
         "memory"] == "8Gi"
 
