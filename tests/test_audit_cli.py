@@ -57,7 +57,7 @@ def test_text_output_is_file_line_col_id_action_message(tmp_path):
     lines = result.stdout.splitlines()
     assert f"{path}:10:7: resources-declared [deny] container main must request a non-zero cpu " \
            f"(resources.requests.cpu; a limit alone counts too: the API server copies it into the missing " \
-           f"request)" in lines
+           f"request); or request it for the whole pod (spec.resources.requests.cpu, pod-level resources)" in lines
     assert lines[-1].startswith("1 resources checked (")
     assert "Traceback" not in result.stderr
 
@@ -71,7 +71,8 @@ def test_json_output_contract(tmp_path):
     finding = next(f for f in document["findings"] if f["rule"] == "memory-limit")
     assert finding == {
         "policy": "resources-declared", "rule": "memory-limit", "action": "deny", "result": "fail",
-        "message": "container main must set a memory limit (resources.limits.memory)",
+        "message": "container main must set a memory limit (resources.limits.memory, or spec.resources.limits.memory "
+                   "for the whole pod)",
         "resource": {"apiVersion": "v1", "kind": "Pod", "namespace": "ml", "name": "gpu"},
         "file": str(path), "line": 11, "column": 9,
         "path": "/spec/containers/0/resources/limits/memory",

@@ -45,9 +45,11 @@ from webhook.outputs.response import (Outcome, allow, deny, deny_message, fit_wa
 def _precheck(request: dict) -> Optional[Outcome]:
     """The answer for requests that need no policy: DELETE, CONNECT, subresources, and broken ones.
 
-    One subresource is checked: `ephemeralcontainers` (kubectl debug) adds containers to a running pod, and the
-    object of that request is the whole pod with them, so the policies that take ephemeral containers judge it;
-    its UPDATE compares with the old pod, so only what the debug container brings is denied.
+    Two subresources are checked: `ephemeralcontainers` (kubectl debug) adds containers to a running pod, and
+    `resize` (in-place resize, GA in Kubernetes 1.35) changes the resources of a running pod's containers. The
+    object of either request is the whole pod after the change, so every policy judges it, and its UPDATE compares
+    with the old pod: only what the debug container or the new resources bring is denied (a memory limit taken
+    below /dev/shm, a request taken to zero), never what the pod had already.
     """
     operation = request.get("operation")
     sub = request.get("subResource")

@@ -121,6 +121,8 @@ def enter(context: Activation, scope: Scope, template: Optional[PodTemplate], po
             if position not in scope.devices:
                 scope.devices[position] = template_devices(template, classification)
             context["templateDevices"] = scope.devices[position]
+        if "podResources" in scope.variables:
+            context["podResources"] = pod_resources(template)
     if container is not None:
         context["container"] = container.obj
         context["containerType"] = container.section
@@ -135,6 +137,13 @@ def enter(context: Activation, scope: Scope, template: Optional[PodTemplate], po
                 if resources and "claims" in resources else []
     elif "container" in context:  # a pod-level rule must not see the last template's container
         del context["container"], context["containerType"], context["containerName"], context["injected"]
+
+
+def pod_resources(template: PodTemplate) -> dict:
+    """The template's pod-level resources (`spec.resources`), {} where it has none: what rules read as
+    `podResources` (language/declarations.py says why not `pod.resources`)."""
+    found = template.spec.get("resources") if template.spec is not None else None
+    return found if isinstance(found, dict) else {}
 
 
 def bind_variables(context: Activation, policy: Any) -> None:

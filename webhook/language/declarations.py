@@ -40,7 +40,11 @@ CLUSTER = Struct("cluster", {
 # `claimDevices`: the device requests of a ResourceClaim or ResourceClaimTemplate under review (k8s/dra.py), else [].
 OBJECT = {"object": DYN, "oldObject": DYN, "request": DYN, "namespaceObject": DYN,
           "workload": WORKLOAD, "templates": ("list", TEMPLATE), "cluster": CLUSTER, "claimDevices": ("list", DYN)}
-POD = dict(OBJECT, pod=DYN, podMeta=DYN, template="string", templateDevices=_STRINGS)
+# `podResources`: the pod-level resources (`spec.resources`, Kubernetes 1.34+: cpu, memory, hugepages) of the
+# template, {} where it declares none or the kind has no pod spec. Not `pod.resources`: a rule that reads `pod` does
+# not run where a kind has no pod spec (TrainJob's trainer), and a container rule that merely lets the pod's budget
+# stand for the container's must still run there.
+POD = dict(OBJECT, pod=DYN, podMeta=DYN, template="string", templateDevices=_STRINGS, podResources=DYN)
 # `containerName`: the container's name, else its field (KServe's `sklearn`, a TrainJob's `trainer`), else its
 # place (`containers[0]`): what a message says, without `has(container.name) ? container.name : containerType`.
 # `injected`: what the kind's operator adds to the container (kinds.yaml `injects`), a list of maps.

@@ -47,7 +47,8 @@ def _applies(policy) -> str:
 
 
 # The policy file's `forms` keys, in the order docs/policies.md shows them (the catalogue's "Kubernetes 1.35–1.37").
-FORMS = {"dra": "DRA devices", "podLevelResources": "Pod-level resources", "sidecars": "Native sidecars"}
+FORMS = {"dra": "DRA devices", "podLevelResources": "Pod-level resources", "sidecars": "Native sidecars",
+         "imageVolumes": "Image volumes"}
 
 
 def markdown(policies) -> str:
