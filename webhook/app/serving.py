@@ -137,6 +137,8 @@ class ServeOptions:
     reload_interval: float = 5.0
     budget_seconds: float = 8.0
     max_body_bytes: int = 6 * 1024 * 1024
+    max_review_nodes: int = 200_000  # the review bounds (inputs/bounds.py)
+    max_containers: int = 500
     on_timeout: str = "deny"
     graceful_timeout: float = 25.0
     context_files: list[str] = field(default_factory=list)
@@ -250,7 +252,8 @@ def build_app(options: ServeOptions):
     engine = Engine.load(options.policies or None, options.config, options.own_namespace).prepare()
     source = EngineSource(engine, build_facts(options))
     settings = Settings(budget_seconds=options.budget_seconds, max_body_bytes=options.max_body_bytes,
-                        on_timeout=options.on_timeout)
+                        on_timeout=options.on_timeout, max_nodes=options.max_review_nodes,
+                        max_containers=options.max_containers)
     app = create_app(source, metrics, settings)
     PolicyReloader(options, source, metrics).start()
     _WORKER["metrics"] = metrics
