@@ -153,7 +153,7 @@ def _nodes(value) -> tuple[int, int]:
 def _random_json(rng: random.Random, depth: int = 0):
     pick = rng.random()
     if depth > 4 or pick < 0.4:
-        return rng.choice([0, -1.5, True, None, "", "a,b", 'q"[:', "\\", "\\\"", "é,:[", "x" * rng.randint(0, 5)])
+        return rng.choice([0, -1.5, True, None, "", "a,b", 'q"[:', "\\", "\\\"", "é,:[", "\\\\\"", "a\\\\", "\\\\\\\",:", "x" * rng.randint(0, 5)])
     if pick < 0.7:
         return [_random_json(rng, depth + 1) for _ in range(rng.randint(0, 5))]
     return {rng.choice(["k", "a:b", "[,", 'x"y', "\\"]) + str(i): _random_json(rng, depth + 1)

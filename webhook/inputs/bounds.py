@@ -12,8 +12,8 @@ containers (about 0.1 ms each, every policy visits each one) and, far more slowl
   decoding: outside strings, a non-empty list of n items has `[` and n-1 commas, a non-empty map of n members `{`,
   n colons and n-1 commas, so 1 + the count of `[{,:` is the number of nodes plus one per empty list or map (an
   upper bound, exact otherwise). bytes.count runs in C at gigabytes per second; only when that raw count (which
-  includes those inside strings) is over the bound are the strings blanked out by one regular expression (C,
-  a few milliseconds per MB) and the separators counted exactly. A real Pod review (object, oldObject and their
+  includes those inside strings) is over the bound are the separators outside strings counted exactly (bytes operations in C,
+  a few milliseconds per MB; `count_nodes`). A real Pod review (object, oldObject and their
   managedFields) has a few thousand nodes.
 - `MAX_CONTAINERS` containers (`containers`, `initContainers`, `ephemeralContainers`, in any pod template) per
   object (`object`, `oldObject`), counted on the decoded request before the engine runs. A container is a map, so when the body holds no
@@ -33,7 +33,8 @@ MAX_NODES = 200_000
 MAX_CONTAINERS = 500
 CONTAINER_KEYS = ("containers", "initContainers", "ephemeralContainers")
 
-_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+_MARKS = b'"[{,:'
+_NOT_MARKS = bytes(b for b in range(256) if b not in _MARKS)
 # The API server writes AdmissionReview{kind, apiVersion, request{uid, ...}}: the uid is in the first few hundred
 # bytes. Only a plain uid (what the API server sends: a UUID) is echoed.
 _HEAD_UID = re.compile(rb'"request"\s*:\s*\{\s*"uid"\s*:\s*"([A-Za-z0-9._:-]{1,128})"')
@@ -49,7 +50,12 @@ def count_nodes(body: bytes, limit: int = MAX_NODES) -> int:
     rough = 1 + _separators(body)
     if rough <= limit:
         return rough
-    return 1 + _separators(_STRING.sub(b'""', body))
+    # Exact, in C: escaped backslashes, then escaped quotes, taken out (left to right, as JSON pairs them), so every
+    # quote left opens or closes a string; everything but quotes and separators deleted; strings that held no
+    # separator (`""` now: two strings are never adjacent in JSON) deleted. What is left outside quotes counts.
+    plain = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    marks = plain.translate(None, _NOT_MARKS).replace(b'""', b"")
+    return 1 + sum(map(len, marks.split(b'"')[::2]))
 
 
 def body_problem(body: bytes, max_nodes: int = MAX_NODES) -> Optional[str]:
