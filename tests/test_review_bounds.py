@@ -187,3 +187,42 @@ def test_the_server_takes_its_bounds_from_the_command_line(tmp_path):
         assert status == 200 and "over aiadmit's bound of 400 per review" in review["response"]["status"]["message"]
         status, review = server.review("validate", make_review(gpu_pod(2)))
         assert status == 200 and review["response"]["status"]["code"] == 403  # judged by the policies
+
+
+# ------------------------------------------------------------------------------------------------ memory per review
+PER_REVIEW_MIB = 48  # docs/security.md, invariant (f): the arithmetic of a worker's memory uses this bound
+
+
+def _at_the_bound(kind: str) -> dict:
+    pod = gpu_pod(1)
+    room = bounds.MAX_NODES - 200  # what the review around it takes
+    if kind == "strings":  # the most bytes per node: 6 MB of 28-character strings
+        pod["spec"]["x"] = ["s" * 28 for _ in range(room)]
+    elif kind == "maps":  # the most objects per byte
+        pod["spec"]["x"] = [{} for _ in range(room // 2)]
+    elif kind == "keys":  # a map of 100,000 distinct long keys
+        pod["spec"]["x"] = {f"k{i:07d}" + "y" * 20: i + 1000 for i in range(room // 2)}
+    else:  # the most containers, each with as many variables as fit
+        per = (room - 15 * bounds.MAX_CONTAINERS) // bounds.MAX_CONTAINERS // 5  # 5 nodes a variable
+        pod = gpu_pod(bounds.MAX_CONTAINERS)
+        for container in pod["spec"]["containers"]:
+            container["env"] = [{"name": f"E{j}", "value": "1"} for j in range(per)]
+    return pod
+
+
+@pytest.mark.parametrize("kind, path", [("strings", "/mutate"), ("maps", "/mutate"), ("keys", "/mutate"),
+                                        ("containers", "/validate"), ("containers", "/mutate")])
+def test_a_review_at_the_bounds_stays_under_the_per_review_memory_bound(client, kind, path):
+    """What one review may allocate, at the worst shapes the bounds let through (measured 8-28 MiB; /mutate
+    allocates more than /validate: its working copy and the patch check's)."""
+    body = dumps(make_review(_at_the_bound(kind)))
+    assert bounds.MAX_NODES * 0.8 < bounds.count_nodes(body, limit=0) <= bounds.MAX_NODES
+    tracemalloc.start()
+    try:
+        answer = client.post(path, data=body, content_type="application/json")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    response = answer.get_json()["response"]
+    assert (response.get("status") or {}).get("code") != 413  # evaluated, not refused
+    assert peak < PER_REVIEW_MIB * 2**20, f"{kind} {path}: {peak / 2**20:.1f} MiB"

@@ -21,7 +21,7 @@ never the loop; and every phase of a connection has its own deadline:
 
 The review itself runs in the connection's greenlet: it is CPU-bound Python, so
 one process serves one review at a time, as the gthread worker did under the
-GIL. Large bodies (over LARGE_BODY, or of unknown length) are the exception to
+GIL. Large bodies (over LARGE_BODY = 64 KiB, or of unknown length) are the exception to
 first come, first served (issue 21: four clients looping 1.5 MB reviews kept
 both workers reading bodies, and legitimate reviews waited seconds for a turn):
 one large review at a time per worker (the others wait their turn without
@@ -63,7 +63,10 @@ LINGER_SECONDS = 2.0  # reading the unread rest of a refused body before closing
 # it: a thousand connections opened together then time out (and come back) over a second or more, not in one
 # burst of work that delays every review behind it (measured: docs/reliability.md).
 JITTER_FLOOR = 0.75
-LARGE_BODY = 256 * 1024  # bytes: a real review is tens of kilobytes; a body past this waits for the large-review turn
+REVIEW_PATHS = ("/validate", "/mutate")
+LARGE_BODY = 64 * 1024  # bytes: a Pod review is a few kilobytes (tens with managedFields); past this: the large turn
+LARGE_PIECE = 64 * 1024  # bytes of a large body read between two pauses
+LARGE_PAUSE = 0.002  # seconds of a pause: at most 32 MB/s for a large body, and the loop polls in between
 
 
 def _jittered(seconds: float) -> float:
@@ -87,6 +90,7 @@ class _DeadlineBody:
 
     def __init__(self, body, deadline: float, large: bool = False):
         self._body, self._deadline, self._large = body, deadline, large
+        self._unpaused = 0  # bytes read since the last pause
 
     def _call(self, method, *args):
         remaining = self._deadline - time.monotonic()
@@ -98,7 +102,10 @@ class _DeadlineBody:
     def read(self, size=None):
         data = self._call(self._body.read, size)
         if self._large:
-            gevent.sleep(0)  # a piece of a large body read: let the loop serve the others before the next one
+            self._unpaused += len(data)
+            if self._unpaused >= LARGE_PIECE:  # a piece of a large body read: the loop serves the others first
+                self._unpaused = 0
+                gevent.sleep(LARGE_PAUSE)
         return data
 
     def readline(self, size=None):
@@ -228,6 +235,11 @@ class AdmissionWorker(GeventWorker):
             if req is None:
                 raise _Closed("header-timeout")
             first = False
+            if self.limits.client_ca_file and req.path in REVIEW_PATHS and not tls.getpeercert():
+                # Reviews only from the API server (its admission kubeconfig's client certificate): anyone else is
+                # answered before a byte of the body is read, and the connection closes.
+                _json_error(tls, 403, "Forbidden", "a client certificate is required for reviews")
+                raise _Closed("no-client-cert")
             served += 1
             if served >= self.limits.keepalive_requests:
                 req.must_close = True  # answered with "Connection: close"; the client opens a new one

@@ -56,6 +56,10 @@ def register(subparsers) -> None:
                         help="what /validate answers when the budget is spent (default deny, like failurePolicy Fail)")
     parser.add_argument("--max-body", type=int, default=6 * 1024 * 1024, metavar="BYTES",
                         help="largest request body accepted (default 6 MiB)")
+    parser.add_argument("--client-ca-file", metavar="FILE",
+                        help="CA certificates (PEM) of the clients allowed to send reviews: the API server's "
+                             "admission kubeconfig client certificate; without one /validate and /mutate answer 403 "
+                             "(probes and /metrics stay open; docs/operations.md, \"Authenticating the API server\")")
     parser.add_argument("--max-review-nodes", type=int, default=bounds.MAX_NODES, metavar="N",
                         help="JSON values and keys per review, counted before decoding; more: refused (default "
                              "200,000; docs/webhook.md, \"Review bounds\")")
@@ -137,7 +141,8 @@ def run(args) -> int:
         log_level=args.log_level, handshake_timeout=args.handshake_timeout, header_timeout=args.header_timeout,
         body_timeout=args.body_timeout, keepalive_timeout=args.keepalive_timeout,
         keepalive_requests=args.keepalive_requests, max_connections=args.max_connections,
-        max_review_nodes=args.max_review_nodes, max_containers=args.max_containers)
+        max_review_nodes=args.max_review_nodes, max_containers=args.max_containers,
+        client_ca_file=args.client_ca_file)
     problem = _limits_problem(options)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
