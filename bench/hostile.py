@@ -254,7 +254,7 @@ def read_answer(sock) -> tuple[int, bytes]:
 
 
 def worker_peaks(arbiter: int) -> dict:
-    """The peak resident memory (MiB) of each child of `arbiter` (gunicorn's workers), from /proc."""
+    """The peak resident memory (MiB) of `arbiter` and of each of its children (gunicorn's workers), from /proc."""
     peaks = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -264,8 +264,8 @@ def worker_peaks(arbiter: int) -> dict:
                 fields = dict(line.split(":", 1) for line in handle if ":" in line)
         except OSError:
             continue
-        if int(fields.get("PPid", "0").strip()) == arbiter and "VmHWM" in fields:
-            peaks[name] = round(int(fields["VmHWM"].split()[0]) / 1024, 1)
+        if (int(name) == arbiter or int(fields.get("PPid", "0").strip()) == arbiter) and "VmHWM" in fields:
+            peaks["arbiter" if int(name) == arbiter else name] = round(int(fields["VmHWM"].split()[0]) / 1024, 1)
     return peaks
 
 

@@ -92,3 +92,24 @@ def test_a_client_ca_file_that_is_not_a_certificate_stops_the_start(tmp_path):
                            "--client-ca-file", str(tmp_path / "bad-ca.crt")],
                           capture_output=True, text=True, timeout=60, cwd=str(REPO))
     assert done.returncode == 2 and "bad-ca.crt" in done.stderr
+
+
+def test_certs_client_writes_what_the_documented_setup_uses(tmp_path):
+    """docs/operations.md, "Authenticating the API server": `aiadmit certs client`, then the webhook with the CA and
+    a client with the pair, as the API server's admission kubeconfig presents it."""
+    import subprocess
+    import sys
+
+    from serverproc import REPO
+
+    done = subprocess.run([sys.executable, "-m", "webhook", "certs", "client", "--out", str(tmp_path / "client")],
+                          capture_output=True, text=True, timeout=60, cwd=str(REPO))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "client/client.key").stat().st_mode & 0o077 == 0
+    with start_server(tmp_path / "server", args=["--no-cluster",
+                                                  "--client-ca-file", str(tmp_path / "client/client-ca.crt")]) as srv:
+        srv.client_pair = (str(tmp_path / "client/client.crt"), str(tmp_path / "client/client.key"))
+        status, review = srv.review("validate", make_review(POD))
+        assert status == 200 and "response" in review
+        srv.client_pair = None
+        assert srv.request("POST", "/validate", b"{}", {"Content-Type": "application/json"})[0] == 403

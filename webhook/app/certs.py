@@ -211,6 +211,22 @@ def generate(out: str, hosts: list[str]) -> dict[str, str]:
     return paths
 
 
+CLIENT_FILES = ("client-ca.crt", "client-ca.key", "client.crt", "client.key")
+
+
+def generate_client(out: str, name: str = "kube-apiserver") -> dict[str, str]:
+    """A CA of its own for the API server's webhook client certificate, and that certificate, in `out`.
+
+    Its own CA, not the serving CA and not the cluster's: the webhook then accepts exactly the certificates this CA
+    signs, and the cluster CA's many client certificates (every kubelet, every admin) are not among them."""
+    os.makedirs(out, exist_ok=True)
+    ca = new_ca("aiadmit webhook clients CA")
+    paths = {file: os.path.join(out, file) for file in CLIENT_FILES}
+    write_pair(ca, paths["client-ca.crt"], paths["client-ca.key"])
+    write_pair(new_client(ca, name), paths["client.crt"], paths["client.key"])
+    return paths
+
+
 def rotate(out: str, hosts: Optional[list[str]] = None) -> dict[str, str]:
     """A new serving pair from the CA in `out`, for `hosts` or else the names of the current certificate."""
     paths = {name: os.path.join(out, name) for name in FILES}
