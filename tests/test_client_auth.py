@@ -54,6 +54,13 @@ def test_no_certificate_is_refused_before_the_body_is_read(server, endpoint):
     assert 'aiadmit_connections_closed_total{reason="no-client-cert"}' in server.metrics()
 
 
+@pytest.mark.parametrize("path", ["/%76alidate", "/validate/", "//mutate", "/healthz/../validate", "/nowhere"])
+def test_every_other_path_needs_the_certificate_too(server, path):
+    """Flask decodes what the HTTP layer sees: only the exact paths of the probes and metrics are open."""
+    status, _, data = _with(server, None).request("POST", path, b"{}", {"Content-Type": "application/json"})
+    assert status == 403 and b"a client certificate is required" in data
+
+
 def test_a_body_never_sent_is_not_waited_for(server):
     """The refusal comes after the headers: a client announcing 6 MB and sending none of it is answered at once."""
     context = ssl.create_default_context(cafile=server.ca_file)

@@ -80,7 +80,8 @@ def test_init_and_ephemeral_containers_and_every_template_count(client):
     template = {"spec": gpu_pod(half)["spec"]}
     job = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "j", "namespace": "t"},
            "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": template},
-                                            "Worker": {"replicas": 4, "template": {"spec": gpu_pod(half + 1)["spec"]}}}}}
+                                            "Worker": {"replicas": 4,
+                                                       "template": {"spec": gpu_pod(half + 1)["spec"]}}}}}
     response = post(client, "/validate", dumps(make_review(job)))[0].get_json()["response"]
     assert "more than 500 containers" in response["status"]["message"]
 
@@ -153,7 +154,8 @@ def _nodes(value) -> tuple[int, int]:
 def _random_json(rng: random.Random, depth: int = 0):
     pick = rng.random()
     if depth > 4 or pick < 0.4:
-        return rng.choice([0, -1.5, True, None, "", "a,b", 'q"[:', "\\", "\\\"", "é,:[", "\\\\\"", "a\\\\", "\\\\\\\",:", "x" * rng.randint(0, 5)])
+        return rng.choice([0, -1.5, True, None, "", "a,b", 'q"[:', "\\", "\\\"", "é,:[", "\\\\\"", "a\\\\",
+                           "\\\\\\\",:", "x" * rng.randint(0, 5)])
     if pick < 0.7:
         return [_random_json(rng, depth + 1) for _ in range(rng.randint(0, 5))]
     return {rng.choice(["k", "a:b", "[,", 'x"y', "\\"]) + str(i): _random_json(rng, depth + 1)

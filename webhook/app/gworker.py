@@ -27,7 +27,9 @@ both workers reading bodies, and legitimate reviews waited seconds for a turn):
 one large review at a time per worker (the others wait their turn without
 reading), and its body read yields to the loop after every piece, so that the
 small reviews of everyone else are served between two pieces. It also bounds
-memory: at most one large body is read and decoded at a time in a worker. Threads are not monkey-patched (`patch_all(thread=False)`): the policy
+memory: at most one large body is read and decoded at a time in a worker.
+
+Threads are not monkey-patched (`patch_all(thread=False)`): the policy
 reloader and the live-context watches stay OS threads, so compiling a new
 policy set shares the CPU with reviews instead of freezing the loop.
 
@@ -63,7 +65,7 @@ LINGER_SECONDS = 2.0  # reading the unread rest of a refused body before closing
 # it: a thousand connections opened together then time out (and come back) over a second or more, not in one
 # burst of work that delays every review behind it (measured: docs/reliability.md).
 JITTER_FLOOR = 0.75
-REVIEW_PATHS = ("/validate", "/mutate")
+OPEN_PATHS = ("/healthz", "/readyz", "/metrics")  # GET, no body: what the kubelet and Prometheus reach without a cert
 LARGE_BODY = 64 * 1024  # bytes: a Pod review is a few kilobytes (tens with managedFields); past this: the large turn
 LARGE_PIECE = 64 * 1024  # bytes of a large body read between two pauses
 LARGE_PAUSE = 0.002  # seconds of a pause: at most 32 MB/s for a large body, and the loop polls in between
@@ -235,9 +237,10 @@ class AdmissionWorker(GeventWorker):
             if req is None:
                 raise _Closed("header-timeout")
             first = False
-            if self.limits.client_ca_file and req.path in REVIEW_PATHS and not tls.getpeercert():
+            if self.limits.client_ca_file and req.path not in OPEN_PATHS and not tls.getpeercert():
                 # Reviews only from the API server (its admission kubeconfig's client certificate): anyone else is
-                # answered before a byte of the body is read, and the connection closes.
+                # answered before a byte of the body is read, and the connection closes. Everything but the exact
+                # paths of the probes and metrics needs one (a percent-encoded /validate is /validate to Flask).
                 _json_error(tls, 403, "Forbidden", "a client certificate is required for reviews")
                 raise _Closed("no-client-cert")
             served += 1

@@ -48,7 +48,7 @@ class Settings:
     budget_seconds: float = DEFAULT_BUDGET_SECONDS
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     on_timeout: str = "deny"  # deny | allow: what /validate answers when the budget is spent
-    max_nodes: int = bounds.MAX_NODES  # JSON values and keys per review body, counted before decoding (inputs/bounds.py)
+    max_nodes: int = bounds.MAX_NODES  # JSON values and keys per review, counted before decoding (inputs/bounds.py)
     max_containers: int = bounds.MAX_CONTAINERS  # containers per object, counted before the engine
 
 

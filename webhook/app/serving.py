@@ -73,8 +73,8 @@ def server_context(cert_file: str, key_file: str, client_ca_file: Optional[str] 
 
     With `client_ca_file`, a client certificate is asked for and, when one is sent, verified against those CAs
     (a certificate that does not verify ends the handshake). It stays optional at the TLS level: the kubelet's
-    probes and Prometheus present none. The worker then refuses /validate and /mutate to a connection without
-    one, before reading the body (gworker.py).
+    probes and Prometheus present none. The worker then refuses every path but the probes' and /metrics to a
+    connection without one, before reading the body (gworker.py).
     """
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2

@@ -12,12 +12,13 @@ containers (about 0.1 ms each, every policy visits each one) and, far more slowl
   decoding: outside strings, a non-empty list of n items has `[` and n-1 commas, a non-empty map of n members `{`,
   n colons and n-1 commas, so 1 + the count of `[{,:` is the number of nodes plus one per empty list or map (an
   upper bound, exact otherwise). bytes.count runs in C at gigabytes per second; only when that raw count (which
-  includes those inside strings) is over the bound are the separators outside strings counted exactly (bytes operations in C,
-  a few milliseconds per MB; `count_nodes`). A real Pod review (object, oldObject and their
+  includes those inside strings) is over the bound are the separators outside strings counted exactly (bytes
+  operations in C, a few milliseconds per MB; `count_nodes`). A real Pod review (object, oldObject and their
   managedFields) has a few thousand nodes.
 - `MAX_CONTAINERS` containers (`containers`, `initContainers`, `ephemeralContainers`, in any pod template) per
-  object (`object`, `oldObject`), counted on the decoded request before the engine runs. A container is a map, so when the body holds no
-  more `{` than the bound there is nothing to walk; otherwise one walk over the (bounded) values finds them.
+  object (`object`, `oldObject`), counted on the decoded request before the engine runs. A container is a map, so
+  when the body holds no more `{` than the bound there is nothing to walk; otherwise one walk over the (bounded)
+  values finds them.
 
 A refused review is answered as a review (HTTP 200, `allowed: false`, code 413, the bound named) when its uid can
 be read from the head of the body, as the API server writes it; otherwise 413. aiadmit's own extension: Kubernetes

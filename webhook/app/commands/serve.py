@@ -58,8 +58,8 @@ def register(subparsers) -> None:
                         help="largest request body accepted (default 6 MiB)")
     parser.add_argument("--client-ca-file", metavar="FILE",
                         help="CA certificates (PEM) of the clients allowed to send reviews: the API server's "
-                             "admission kubeconfig client certificate; without one /validate and /mutate answer 403 "
-                             "(probes and /metrics stay open; docs/operations.md, \"Authenticating the API server\")")
+                             "admission kubeconfig client certificate; without one, every path but /healthz, /readyz "
+                             "and /metrics answers 403 (docs/operations.md, \"Authenticating the API server\")")
     parser.add_argument("--max-review-nodes", type=int, default=bounds.MAX_NODES, metavar="N",
                         help="JSON values and keys per review, counted before decoding; more: refused (default "
                              "200,000; docs/webhook.md, \"Review bounds\")")
