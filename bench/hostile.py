@@ -91,6 +91,7 @@ class Attack:
         if self.kind in REVIEW_ATTACKS:
             self.request = review_attack_request(self.kind, self.server_name)
             self.answers: dict = {}
+            self.answered = 0
             for _ in range(self.count):
                 thread = threading.Thread(target=self._review_loop, daemon=True)
                 thread.start()
@@ -138,7 +139,7 @@ class Attack:
                 message = body[body.find(b'"message"'):][:90].decode("utf-8", "replace") if body else ""
                 key = f"{status} {message}"
                 self.answers[key] = self.answers.get(key, 0) + 1
-                self.handshakes += 1  # here: attack reviews answered
+                self.answered += 1
             except (OSError, ValueError):
                 self.failed_opens += 1
                 if sock is not None:
@@ -332,7 +333,7 @@ def _attacker(kind, count, host, port, cacert, server_name, setup, commands, rep
     counts = {"held_at_end": still_open, "reopened_by_attacker": attack.reopened,
               "attack_open_failures": attack.failed_opens, "attack_handshakes": attack.handshakes}
     if kind in REVIEW_ATTACKS:
-        counts = {"attack_reviews_answered": attack.handshakes, "attack_errors": attack.failed_opens,
+        counts = {"attack_reviews_answered": attack.answered, "attack_errors": attack.failed_opens,
                   "attack_answers": dict(sorted(attack.answers.items(), key=lambda kv: -kv[1])[:3])}
     report.put(counts)
 

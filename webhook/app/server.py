@@ -127,16 +127,16 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
             except ClientDisconnected:  # the server's body time-out, or the client went away mid-body
                 return bad(endpoint, 400, "request body incomplete: the client stopped sending or was too slow",
                            "body-incomplete")
-            # Python's cyclic collector is paused from parsing to the outcome. A review's objects die by reference
-            # counting; a huge one (30,000 containers: 600,000 maps, a working copy, findings) set off 5-8 full
-            # collections of up to 0.19 s each, a third of its budget, and one landing after the deadline made
-            # the answer late. No greenlet switches inside (the body is already read), and the collector resumes
-            # as soon as the review is answered, so cycles wait one review at most.
             # The cost bound (inputs/bounds.py): an absurd shape is refused before it is decoded or evaluated, so
             # that it costs milliseconds and little memory, not the worker's whole budget.
             problem = bounds.body_problem(body, settings.max_nodes)
             if problem is not None:
                 return refused(endpoint, body, problem, started)
+            # Python's cyclic collector is paused from parsing to the outcome. A review's objects die by reference
+            # counting; a huge one (30,000 containers: 600,000 maps, a working copy, findings) set off 5-8 full
+            # collections of up to 0.19 s each, a third of its budget, and one landing after the deadline made
+            # the answer late. No greenlet switches inside (the body is already read), and the collector resumes
+            # as soon as the review is answered, so cycles wait one review at most.
             with collector_paused():
                 try:
                     parsed = reviews.parse(body)
