@@ -133,11 +133,13 @@ def test_a_configmap_holding_a_large_json_document_is_not_refused(client):
 
 def test_the_bounds_are_settings(client):
     engine = client.application.extensions["aiadmit"]["source"].engine
-    roomy = create_app(EngineSource(engine, NoFacts()),
-                       settings=Settings(max_nodes=1_000_000, max_containers=30_000)).test_client()
-    response = roomy.post("/validate", data=dumps(make_review(gpu_pod(20_000))),
-                          content_type="application/json").get_json()["response"]
+    body = dumps(make_review(gpu_pod(bounds.MAX_CONTAINERS + 100)))
+    roomy = create_app(EngineSource(engine, NoFacts()), settings=Settings(max_containers=1_000)).test_client()
+    response = roomy.post("/validate", data=body, content_type="application/json").get_json()["response"]
     assert response["status"]["code"] == 403  # evaluated, not refused
+    tight = create_app(EngineSource(engine, NoFacts()), settings=Settings(max_nodes=1_000)).test_client()
+    response = tight.post("/validate", data=body, content_type="application/json").get_json()["response"]
+    assert "over aiadmit's bound of 1,000 per review" in response["status"]["message"]
 
 
 # ------------------------------------------------------------------------------------------------ the counting
