@@ -75,7 +75,10 @@ def head_uid(body: bytes) -> Optional[str]:
 
 
 def count_containers(obj: Any, limit: int) -> int:
-    """Containers in every list named like a pod spec's container lists, anywhere in `obj`; stops past `limit`."""
+    """Containers in every list named like a pod spec's container lists, anywhere in `obj`; stops past `limit`.
+
+    Not walked: `metadata` (labels, annotations and managedFields, most of a real review's nodes, hold no pod
+    spec) and the containers themselves (a container holds no containers the engine would visit)."""
     count = 0
     stack = [obj]
     while stack:
@@ -86,7 +89,7 @@ def count_containers(obj: Any, limit: int) -> int:
                     count += len(item)
                     if count > limit:
                         return count
-                if isinstance(item, (dict, list)):
+                elif key != "metadata" and isinstance(item, (dict, list)):
                     stack.append(item)
         elif isinstance(value, list):
             stack.extend(item for item in value if isinstance(item, (dict, list)))
