@@ -48,6 +48,8 @@ def _separators(data: bytes) -> int:
 
 def count_nodes(body: bytes, limit: int = MAX_NODES) -> int:
     """The JSON nodes of `body` (+1 per empty list or map) when over `limit`; at most that otherwise (module doc)."""
+    if len(body) < limit:  # every node but the first costs a separator byte: nothing to count
+        return len(body)
     rough = 1 + _separators(body)
     if rough <= limit:
         return rough
