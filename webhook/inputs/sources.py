@@ -141,8 +141,11 @@ def is_empty(text: str) -> bool:
     return True
 
 
-def read_text(path: str) -> tuple[Optional[str], Optional[InputError]]:
+def read_text(path: str, newline: Optional[str] = None) -> tuple[Optional[str], Optional[InputError]]:
     """(a manifest file's text, None), or (None, the error that names it) when it cannot be read as UTF-8.
+
+    `newline` is `open`'s: the audit reads universal newlines, the fixer (`newline=""`) keeps a file's own line
+    endings so that what it writes back differs only where it fixed something.
 
     Only regular files are read. A FIFO (or a device, or a socket) named `*.yaml` would block the reader forever
     or never end: it is opened without blocking, found not to be a regular file by the descriptor itself (so
@@ -159,7 +162,7 @@ def read_text(path: str) -> tuple[Optional[str], Optional[InputError]]:
             return None, InputError(path, 0, f"not a regular file ({_file_type(mode)}): skipped")
         if hasattr(os, "set_blocking"):
             os.set_blocking(descriptor, True)
-        with open(descriptor, encoding="utf-8", closefd=True) as handle:
+        with open(descriptor, encoding="utf-8", newline=newline, closefd=True) as handle:
             return handle.read(), None
     except (OSError, UnicodeDecodeError) as exc:
         return None, InputError(path, 0, f"cannot read file: {exc}")
