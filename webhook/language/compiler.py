@@ -56,14 +56,21 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     broken: set[str] = set()  # variables that did not compile: what reads them is not reported again
     named, levels = _variables(doc, params, checks, problems, limits, portable, broken)
 
-    def visible(level: str) -> Optional[Struct]:
-        return visible_variables(named, levels, level)
+    declared: dict[str, dict] = {}
+
+    def declarations(level: str) -> dict:
+        """The level's declarations with the variables visible there: one mapping per level, shared by every
+        expression of the policy (the record's key spells each mapping once: language/celrecord.py)."""
+        found = declared.get(level)
+        if found is None:
+            found = declared[level] = for_level(level, visible_variables(named, levels, level))
+        return found
 
     def expression(text: Optional[str], where: str, level: str, name: str) -> Optional[Expression]:
         if text is None:
             return None
         try:
-            return Expression(text, params, checks, for_level(level, visible(level)), limits, portable=portable)
+            return Expression(text, params, checks, declarations(level), limits, portable=portable)
         except CelError as exc:
             if not reads_broken(text, broken):
                 problems.append((where, f"{name}: CEL does not compile: {exc.message}", exc.offset))
@@ -81,7 +88,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         if level not in ("object", "pod", "container"):
             level = doc["target"]
         try:
-            message = Template(raw.get("message", ""), params, checks, for_level(level, visible(level)), limits,
+            message = Template(raw.get("message", ""), params, checks, declarations(level), limits,
                                portable)
         except CelError as exc:
             if not reads_broken(raw.get("message"), broken):
@@ -90,7 +97,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             continue
         if "messageExpression" in raw:
             try:
-                message = MessageExpression(raw["messageExpression"], params, checks, for_level(level, visible(level)),
+                message = MessageExpression(raw["messageExpression"], params, checks, declarations(level),
                                             limits, fallback=message if raw.get("message") else None,
                                             portable=portable)
             except CelError as exc:
