@@ -76,16 +76,30 @@ def _kinds(policy: Policy, reads: set) -> tuple[list, list, list]:
     return resource_rules, walks, skipped
 
 
-def _templates(walks: list) -> str:
+def _walk_names(walks: list) -> list[str]:
+    """One variable per kind (`pyTorchJobTemplates`; a second kind of the same name gets its group's index)."""
+    names, seen = [], {}
+    for kind, _, _ in walks:
+        base = kind[0].lower() + kind[1:] + "Templates"
+        seen[base] = seen.get(base, 0) + 1
+        names.append(base if seen[base] == 1 else f"{base}{seen[base]}")
+    return names
+
+
+def _templates(walks: list) -> list[dict]:
+    """The pod templates of the admitted object: a variable per kind (each compiled on its own, evaluated only for
+    its kind: VAP variables are lazy), and `templates`, the one of the object's kind."""
+    names = _walk_names(walks)
     out = "[]"
-    for kind, group, walk in reversed(walks):
+    for (kind, group, _), name in reversed(list(zip(walks, names))):
         test = f'object.kind == {literal(kind)}'
         if group:
             test += f' && object.apiVersion.startsWith({literal(group + "/")})'
         else:
             test += ' && object.apiVersion == "v1"'
-        out = f"{test} ? ({walk}) : {out}"
-    return out
+        out = f"{test} ? variables.{name} : {out}"
+    return [{"name": name, "expression": walk} for (_, _, walk), name in zip(walks, names)] + \
+        [{"name": "templates", "expression": out}]
 
 
 def _containers(policy: Policy) -> str:
@@ -186,7 +200,7 @@ def _object_variables(walks: list, config: Config) -> list[dict]:
     ai = (f"variables.accelerated || {kind_group} in {_list(fixed)} || {notebook} in {labels} || "
           f"variables.templates.exists(tpl, has(tpl.metadata.labels) && {notebook} in tpl.metadata.labels) || "
           f"({role} in {labels} && {labels}[{role}] in {_list(list(ROLES))})")
-    return [{"name": "templates", "expression": _templates(walks)},
+    return _templates(walks) + [
             {"name": "containers", "expression": containers},
             {"name": "devices", "expression": devices},
             {"name": "accelerated", "expression": accelerated},
