@@ -23,7 +23,8 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.k8scel import oracle  # noqa: F401 - the fixture
+from objects import gpu_pod
+from k8scel import oracle  # noqa: F401 - the fixture (built once per session)
 from webhook.engine.core import Engine
 from webhook.inputs.sources import load_paths
 from webhook.k8s.versions import REFERENCE, version
@@ -169,7 +170,7 @@ def test_exported_rules_fail_where_the_engine_fails_them(engine, exported, oracl
                 by_kind.setdefault(kind, []).append(result)
     pairs, expected = [], []
     for resource in _objects():
-        results = by_kind.get(resource.kind)
+        results = by_kind.get((resource.kind, resource.group))
         if not results or not resource.obj.get("apiVersion"):
             continue
         evaluation = engine.evaluate(resource, None)
@@ -256,3 +257,37 @@ def test_check_fails_a_portable_policy_that_is_not_exported_whole(tmp_path):
     done = _aiadmit("export", "--check", "--policies", str(tmp_path / "p"))
     assert done.returncode == 0, done.stderr
     assert version("1.37") is REFERENCE
+
+
+# ------------------------------------------------------------------------------------ side by side (inTree)
+def _review(obj, operation="CREATE"):
+    return {"uid": "7f1c", "kind": {"group": "", "version": "v1", "kind": obj["kind"]},
+            "resource": {"group": "", "version": "v1", "resource": "pods"}, "namespace": obj["metadata"]["namespace"],
+            "name": obj["metadata"]["name"], "operation": operation, "userInfo": {"username": "alice"},
+            "object": obj, "oldObject": None}
+
+
+def test_in_tree_switch_leaves_exported_rules_to_the_api_server_on_create_only(tmp_path):
+    from webhook.app.admission import validate
+
+    pod = gpu_pod(shm=False)  # violates shm-sized `mounted`, which is exported
+    pod["spec"]["containers"][0]["resources"]["limits"]["memory"] = "32Gi"
+    plain = Engine.load()
+    denied = validate(plain, _review(pod))
+    assert not denied.response["allowed"] and "shm-sized" in denied.response["status"]["message"]
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\ninTree: {skipExported: true}\n")
+    side = Engine.load(config_path=str(config))
+    assert side.config.in_tree == "1.37"
+    allowed = validate(side, _review(pod))
+    assert "shm-sized" not in allowed.response.get("status", {}).get("message", ""), allowed.response
+    # a rule that is not exported stays the webhook's: fits-memory-limit (its message cannot be exported)
+    big = gpu_pod(shm=True)
+    big["spec"]["volumes"][0]["emptyDir"]["sizeLimit"] = "64Gi"
+    still = validate(side, _review(big))
+    assert "shm-sized" in still.response["status"]["message"] and "must be smaller than its memory limit" in \
+        still.response["status"]["message"]
+    # UPDATE is not exported: the webhook judges it whole (a new violation on update is denied)
+    update = _review(pod, "UPDATE")
+    update["oldObject"] = gpu_pod(shm=True)
+    assert "shm-sized" in validate(side, update).response["status"]["message"]

@@ -43,7 +43,7 @@ class Exported:
     policy: Policy
     objects: list = field(default_factory=list)
     rules: list = field(default_factory=list)  # names of the rules exported
-    kinds: list = field(default_factory=list)  # the kinds the exported rules cover
+    kinds: list = field(default_factory=list)  # the (kind, group) pairs the exported rules cover
     left: list = field(default_factory=list)  # (rule or mutation name, reason); "*" for the whole policy
 
     @property
@@ -301,7 +301,7 @@ def export_policy(policy: Policy, config: Config, version: KubernetesVersion, st
         return result
     for kind, why in skipped:
         result.left.append((f"kind {kind}", why))
-    result.kinds = [k for k, _, _ in walks]
+    result.kinds = [(k, g) for k, g, _ in walks]
     trusted = [u for u in config.trusted_controllers if not any(c in u for c in "*?[")]
     spec = {"failurePolicy": "Fail" if action == "deny" else "Ignore",
             "matchConstraints": {"resourceRules": resource_rules},
