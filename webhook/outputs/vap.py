@@ -132,8 +132,9 @@ def _message(policy: Policy, rule: Rule, named: dict) -> str:
         elif kind == ("list", "string"):
             pieces.append(f'({source}).join(", ")')
         else:
-            raise NotExportable(f"its message shows a {kind} value, which the API server's string() renders "
-                                "otherwise than aiadmit")
+            shown = kind if isinstance(kind, str) else f"list of {kind[1]}"
+            raise NotExportable(f"its message shows a {shown} value, which Kubernetes' string() renders otherwise "
+                                "than aiadmit's message")
     return " + ".join(pieces)
 
 
