@@ -291,3 +291,29 @@ def test_in_tree_switch_leaves_exported_rules_to_the_api_server_on_create_only(t
     update = _review(pod, "UPDATE")
     update["oldObject"] = gpu_pod(shm=True)
     assert "shm-sized" in validate(side, update).response["status"]["message"]
+
+
+# ------------------------------------------------------------------------------------ the rewrite
+def test_the_rewrite_spells_the_engine_names_in_the_api_servers():
+    from webhook.outputs.vapcel import rewrite
+
+    named = {"mounts": 'has(container.volumeMounts) ? container.volumeMounts : []'}
+    out = rewrite('variables.mounts.exists(m, m.name == "pod") && template != containerName && '
+                  'workload.kind == "Pod" && size(pod.volumes) > 0 && sign(quantity(x.cpu)) == 1', named)
+    assert out == ('(has(container.volumeMounts) ? container.volumeMounts : []).exists(m, m.name == "pod") && '
+                   'tpl.name != container.name && object.kind == "Pod" && size(tpl.spec.volumes) > 0 && '
+                   'sign(quantity(string(x.cpu))) == 1')
+
+
+@pytest.mark.parametrize("source, reason", [
+    ("size(cluster.resourceQuotas) > 0", "reads cluster facts"),
+    ('glob(container.image, "nvcr.io/*")', "calls glob(), an aiadmit extension"),
+    ('workload.role == "training"', "aiadmit's workload role"),
+    ("variables.missing", "does not declare"),
+    ("[1].all(tpl, tpl > 0)", "the name `tpl`"),
+])
+def test_what_the_api_server_cannot_run_is_refused_with_its_reason(source, reason):
+    from webhook.outputs.vapcel import NotExportable, rewrite
+
+    with pytest.raises(NotExportable, match=re.escape(reason)):
+        rewrite(source, {})
