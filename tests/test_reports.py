@@ -271,8 +271,10 @@ def test_skips_are_one_line_unless_verbose_and_quiet_is_only_failing_lines():
     assert quiet.returncode == full.returncode == 2  # the corpus holds one unparseable file
     quiet_lines = quiet.stdout.splitlines()
     failing = [line for line in out if re.search(r": [\w-]+ \[(deny|warn|audit)\] ", line)]
-    errors = [line for line in out if ": error " in line]
-    assert sorted(quiet_lines) == sorted(failing + errors) and quiet_lines
+    assert sorted(quiet_lines) == sorted(failing) and quiet_lines
+    # input errors are diagnostics: on stderr, `file:line:col: error: message`, with or without --quiet
+    errors = [line for line in full.stderr.splitlines() if re.match(r"^\S+:\d+:\d+: error: ", line)]
+    assert errors and quiet.stderr.splitlines() == errors
     assert aiadmit("audit", "--quiet", "--verbose", CORPUS).returncode == 2
 
 

@@ -102,12 +102,16 @@ def collector_paused(freeze: bool = False):
             gc.enable()
 
 
-def load_paths(paths: Iterable[str], stdin_name: str = "<stdin>", freeze: bool = False) -> Loaded:
+def load_paths(paths: Iterable[str], stdin_name: str = "<stdin>", freeze: bool = False,
+               templates: bool = True) -> Loaded:
+    """Every object of the paths. `templates=False` for aiadmit's own files (policies, tests): there `{{ }}` is a
+    message template, not Helm's, so a YAML error in such a file is reported where it is, not skipped as a
+    template to render."""
     with collector_paused(freeze):
-        return _load_paths(paths, stdin_name)
+        return _load_paths(paths, stdin_name, templates)
 
 
-def _load_paths(paths: Iterable[str], stdin_name: str) -> Loaded:
+def _load_paths(paths: Iterable[str], stdin_name: str, templates: bool = True) -> Loaded:
     loaded = Loaded()
     for path in iter_manifest_files(paths):
         if path == "-":
@@ -124,7 +128,7 @@ def _load_paths(paths: Iterable[str], stdin_name: str) -> Loaded:
             loaded.errors.append(InputError(name, 0, "empty input: no YAML document in it (did the command that "
                                                      "should have written it fail?)"))
             continue
-        loaded.extend(load_text(text, name))
+        loaded.extend(load_text(text, name, templates))
     return loaded
 
 
@@ -173,8 +177,8 @@ def looks_templated(text: str) -> bool:
     return "{{" in text and "}}" in text
 
 
-def load_text(text: str, filename: str) -> Loaded:
-    """Every Kubernetes object in a (multi-document) YAML or JSON text."""
+def load_text(text: str, filename: str, templates: bool = True) -> Loaded:
+    """Every Kubernetes object in a (multi-document) YAML or JSON text (`templates`: see load_paths)."""
     global _memo_fill
     loaded = Loaded()
     _memo_fill += len(text)
@@ -208,8 +212,10 @@ def load_text(text: str, filename: str) -> Loaded:
             _collect(data, node, filename, index, loaded)
             index += 1
     except yaml.YAMLError as exc:
-        if looks_templated(text):
-            loaded.skipped.append(InputError(filename, _mark_line(exc), "template (contains '{{ }}'): render it first"))
+        if templates and looks_templated(text):
+            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+            loaded.skipped.append(InputError(filename, _mark_line(exc), "template (contains '{{ }}'): render it first",
+                                             mark.column + 1 if mark is not None else 0))
         else:
             loaded.errors.append(_yaml_error(filename, exc))
     finally:

@@ -101,7 +101,7 @@ def _read(path: str, checks: Optional[Checks]) -> tuple[dict, list[str]]:
     text, error = read_text(path)  # regular files only: a FIFO would block the server's start
     if error is not None:
         return {}, [f"{path}:0:0: cannot read config: {error.message}"]
-    loaded = load_text(text, path)
+    loaded = load_text(text, path, templates=False)
     problems = [f"{e.file}:{e.line}:{e.column}: {e.message}" for e in loaded.errors + loaded.skipped]
     docs = [r for r in loaded.resources if r.kind == "Config"]
     if problems:
