@@ -43,6 +43,10 @@ RUNS = {
     "aiadmit cel 'has(object.metadata.`name`)' --object examples/manifests/pytorchjob-gpu.yaml --level object": 2,
     "aiadmit cel 'has(object.metadata.`name`)' --object examples/manifests/pytorchjob-gpu.yaml --level object "
     "--kubernetes-version 1.37": 0,
+    "aiadmit export --out exported/": 0,
+    "aiadmit export --kubernetes-version 1.35 --out exported-1.35/": 0,
+    "aiadmit export --format static --out static/": 0,
+    "aiadmit export --check": 0,
 }
 # piped from kubectl (run when a kubectl is on this machine)
 KUBECTL = {

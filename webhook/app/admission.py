@@ -31,6 +31,7 @@ from functools import partial
 from typing import Optional
 
 from webhook.engine.core import Engine
+from webhook.app.intree import left_to_webhook
 from webhook.engine.deadline import check_deadline, copy_json
 from webhook.inputs.review import CHECKED_OPERATIONS, CHECKED_SUBRESOURCES, SKIPPED_OPERATIONS, resource_of
 from webhook.k8s.provenance import deriving_owner
@@ -109,7 +110,7 @@ def validate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None
         detail = "; ".join(one_line(e.message) for e in evaluation.errors[:5])
         return deny(request, f"aiadmit cannot check {resource.describe()}: {detail}", code=400,
                     outcome="invalid", findings=evaluation.findings)
-    findings = evaluation.findings
+    findings = left_to_webhook(engine, evaluation.findings, resource.kind, resource.group, request.get("operation"))
     before: dict = {}  # finding key -> the messages the old object's findings of that key had
     old_obj: dict = {}
     if request.get("operation") == "UPDATE" and isinstance(request.get("oldObject"), dict):

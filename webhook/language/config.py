@@ -76,6 +76,8 @@ class Config:
     trusted_controllers: tuple[str, ...] = ()  # userInfo.username globs (webhook only, see docs/webhook.md)
     policies: dict[str, PolicySettings] = field(default_factory=dict)
     exceptions: tuple[PolicyException, ...] = ()
+    # `inTree.skipExported`: the Kubernetes version whose exported policies the API server runs, or None
+    in_tree: Optional[str] = None
     cel_limits: Limits = field(default_factory=Limits)  # the static CEL cost estimate's bounds (`celLimits`)
     source: str = "<defaults>"
     _excluded: dict = field(default_factory=dict, repr=False, compare=False)
@@ -184,6 +186,8 @@ def _build(data: dict, source: str, own_namespace: Optional[str]) -> Config:
         trusted_controllers=tuple(data.get("trustedControllers") or ()),
         policies=policies,
         exceptions=tuple(exceptions),
+        in_tree=((data.get("inTree") or {}).get("kubernetesVersion", "1.37")
+                 if (data.get("inTree") or {}).get("skipExported") else None),
         cel_limits=Limits(max_object_bytes=(data.get("celLimits") or {}).get("maxObjectBytes", Limits.max_object_bytes),
                           per_expression=float((data.get("celLimits") or {}).get("costLimit",
                                                                                   Limits.per_expression))),
