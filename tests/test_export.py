@@ -216,11 +216,16 @@ def test_export_writes_one_file_per_policy_and_lists_what_it_leaves(tmp_path):
     done = _aiadmit("export", "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
     files = sorted(os.listdir(tmp_path))
-    assert "shm-sized.yaml" in files and "resources-declared.yaml" in files
-    docs = list(yaml.safe_load_all((tmp_path / "shm-sized.yaml").read_text()))
+    assert "resources-declared.yaml" in files and "image-digest.yaml" in files
+    # shm-sized reads the container's DRA claims (a cluster fact: which claims hold accelerators), so it stays with
+    # the webhook
+    assert "shm-sized.yaml" not in files
+    docs = list(yaml.safe_load_all((tmp_path / "resources-declared.yaml").read_text()))
     assert [d["kind"] for d in docs] == ["ValidatingAdmissionPolicy"] + ["ValidatingAdmissionPolicyBinding"] * 3
     assert [d["spec"]["validationActions"] for d in docs[1:]] == [["Deny"], ["Warn"], ["Audit"]]
-    assert "shm-sized: exported mounted, operator-shm-sized, size-limited" in done.stderr
+    assert ("resources-declared: exported cpu-request, memory-request, ephemeral-storage-request, memory-limit"
+            in done.stderr)
+    assert "shm-sized: exported nothing" in done.stderr
     assert "not exported: node-name: it needs cluster facts (nodes)" in done.stderr
     assert "gpu-quota: exported nothing" in done.stderr
 
@@ -228,7 +233,7 @@ def test_export_writes_one_file_per_policy_and_lists_what_it_leaves(tmp_path):
 def test_static_format_names_end_in_the_reserved_suffix(tmp_path):
     done = _aiadmit("export", "--format", "static", "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
-    docs = list(yaml.safe_load_all((tmp_path / "validating-policies" / "shm-sized.yaml").read_text()))
+    docs = list(yaml.safe_load_all((tmp_path / "validating-policies" / "resources-declared.yaml").read_text()))
     assert all(d["metadata"]["name"].endswith(".static.k8s.io") for d in docs)
     assert all(d["spec"]["policyName"] == docs[0]["metadata"]["name"] for d in docs[1:])
     old = _aiadmit("export", "--format", "static", "--kubernetes-version", "1.35", "--out", str(tmp_path))
@@ -241,19 +246,19 @@ def test_unsupported_version_is_a_usage_error():
 
 
 def test_check_fails_a_portable_policy_that_is_not_exported_whole(tmp_path):
-    source = open(os.path.join(ROOT, "policies", "shm-sized.yaml"), encoding="utf-8").read()
-    whole = source.split("\nmutations:")[0].replace("action: deny\n", "action: deny\nportable: true\n")
+    source = open(os.path.join(ROOT, "policies", "resources-declared.yaml"), encoding="utf-8").read()
+    whole = source.replace("action: deny\n", "action: deny\nportable: true\n", 1)
     (tmp_path / "p").mkdir()
-    (tmp_path / "p" / "shm-sized.yaml").write_text(whole)
+    (tmp_path / "p" / "resources-declared.yaml").write_text(whole)
     done = _aiadmit("export", "--check", "--policies", str(tmp_path / "p"))
     assert done.returncode == 1, done.stderr
-    assert "marked portable but not exported whole: shm-sized" in done.stderr
-    assert "fits-memory-limit" in done.stderr
-    # without the rule that cannot be exported, and without the kinds the walk cannot write, it passes
-    rules = whole.split("  - name: fits-memory-limit")[0]
-    (tmp_path / "p" / "shm-sized.yaml").write_text(rules.replace(
-        "match:\n  classes: [accelerated]\n",
-        "match:\n  classes: [accelerated]\n  kinds: [Pod, Deployment, Job, PyTorchJob]\n"))
+    assert "marked portable but not exported whole: resources-declared" in done.stderr
+    assert "cpu-per-device" in done.stderr
+    # without the rules that cannot be exported, and without the kinds the walk cannot write, it passes
+    rules = whole.split("  - name: cpu-per-device")[0]
+    (tmp_path / "p" / "resources-declared.yaml").write_text(rules.replace(
+        "match:\n  anyClasses: [ai]\n",
+        "match:\n  anyClasses: [ai]\n  kinds: [Pod, Deployment, Job, PyTorchJob]\n"))
     done = _aiadmit("export", "--check", "--policies", str(tmp_path / "p"))
     assert done.returncode == 0, done.stderr
     assert version("1.37") is REFERENCE
@@ -270,27 +275,25 @@ def _review(obj, operation="CREATE"):
 def test_in_tree_switch_leaves_exported_rules_to_the_api_server_on_create_only(tmp_path):
     from webhook.app.admission import validate
 
-    pod = gpu_pod(shm=False)  # violates shm-sized `mounted`, which is exported
-    pod["spec"]["containers"][0]["resources"]["limits"]["memory"] = "32Gi"
+    pod = gpu_pod()  # violates resources-declared `cpu-request`, which is exported
+    del pod["spec"]["containers"][0]["resources"]["requests"]["cpu"]
     plain = Engine.load()
     denied = validate(plain, _review(pod))
-    assert not denied.response["allowed"] and "shm-sized" in denied.response["status"]["message"]
+    assert not denied.response["allowed"] and "must request a non-zero cpu" in denied.response["status"]["message"]
     config = tmp_path / "config.yaml"
     config.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\ninTree: {skipExported: true}\n")
     side = Engine.load(config_path=str(config))
     assert side.config.in_tree == "1.37"
     allowed = validate(side, _review(pod))
-    assert "shm-sized" not in allowed.response.get("status", {}).get("message", ""), allowed.response
-    # a rule that is not exported stays the webhook's: fits-memory-limit (its message cannot be exported)
-    big = gpu_pod(shm=True)
-    big["spec"]["volumes"][0]["emptyDir"]["sizeLimit"] = "64Gi"
-    still = validate(side, _review(big))
-    assert "shm-sized" in still.response["status"]["message"] and "must be smaller than its memory limit" in \
-        still.response["status"]["message"]
+    assert "must request a non-zero cpu" not in allowed.response.get("status", {}).get("message", ""), allowed.response
+    # a rule that is not exported stays the webhook's: shm-sized reads DRA claims (a cluster fact)
+    unmounted = gpu_pod(shm=False)
+    still = validate(side, _review(unmounted))
+    assert "shm-sized" in still.response["status"]["message"]
     # UPDATE is not exported: the webhook judges it whole (a new violation on update is denied)
     update = _review(pod, "UPDATE")
-    update["oldObject"] = gpu_pod(shm=True)
-    assert "shm-sized" in validate(side, update).response["status"]["message"]
+    update["oldObject"] = gpu_pod()
+    assert "must request a non-zero cpu" in validate(side, update).response["status"]["message"]
 
 
 # ------------------------------------------------------------------------------------ the rewrite

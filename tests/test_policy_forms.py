@@ -24,9 +24,9 @@ def test_every_policy_says_how_it_reads_pod_level_resources_sidecars_and_image_v
 
 
 def test_docs_policies_md_gives_each_policy_its_forms():
-    text = markdown(sorted(POLICIES, key=lambda p: p.id))
+    # (that docs/policies.md is current is tests/test_docs.py's check; this one reads the forms sections)
     with open(os.path.join(ROOT, "docs", "policies.md"), encoding="utf-8") as handle:
-        assert handle.read() == text, "docs/policies.md is stale: aiadmit policies --markdown > docs/policies.md"
+        text = handle.read()
     for policy in POLICIES:
         section = text.split(f"\n## {policy.id}\n", 1)[1].split("\n## ", 1)[0]
         assert "### Kubernetes 1.35–1.37 forms" in section, policy.id

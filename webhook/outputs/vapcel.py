@@ -35,13 +35,19 @@ _WORKLOAD_WHY = {
 }
 # names bound by the walk -> their spelling inside it
 _WALKED = {"pod": "tpl.spec", "podMeta": "tpl.metadata", "template": "tpl.name", "containerName": "container.name",
-           "injected": "[]"}
+           "injected": "[]",
+           # the pod-level resources, {} where the template declares none (binding.pod_resources); dyn on both sides
+           # because a typed ResourceRequirements and a map literal have no common type for the conditional
+           "podResources": "(has(tpl.spec.resources) ? dyn(tpl.spec.resources) : dyn({}))"}
 _NOT_BOUND = {
     "cluster": "it reads cluster facts (`cluster`: quotas, priority classes, nodes, queues), which a "
                "ValidatingAdmissionPolicy cannot see",
     "templates": "it reads aiadmit's `templates` view (pod counts per template)",
     "templateDevices": "it reads `templateDevices`, aiadmit's per-template device list",
     "envFrom": "it reads `envFrom` as resolved from ConfigMaps and Secrets (cluster facts)",
+    "claims": "it reads `claims`, the DRA devices aiadmit resolves from the ResourceClaims and templates a "
+              "container names (cluster facts)",
+    "claimDevices": "it reads `claimDevices`, aiadmit's reading of a ResourceClaim's device requests",
     "containerType": "it reads `containerType`, aiadmit's name of a container's section",
     "request": "it reads aiadmit's `request` view, whose `kind` is a string where the API server's is a "
                "group/version/kind",
