@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from webhook.app.commands.policies import FORMS, markdown
+from webhook.app.commands.policies import FORMS
 from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.language.loader import load_policies
 from webhook.language.policy import PolicyLoadError
