@@ -410,6 +410,32 @@ def test_extra_policies_and_exceptions_load_and_apply_as_a_replica_would(helm, t
     assert "fail" not in by.get(("resources-declared", "legacy-batch"), set())
 
 
+def test_helm_package_makes_the_versioned_chart_that_renders_the_same(helm, tmp_path):
+    """docs/operations.md, "Publish to your own registry": `helm package` gives aiadmit-<version>.tgz, with the
+    version of webhook/__init__.py, the schema and every copied file in it, and installing from the archive renders
+    what the directory does. (`helm push` to an OCI registry is not tested: no registry runs here.)"""
+    import tarfile
+
+    sys.path.insert(0, str(ROOT))
+    from webhook import __version__
+
+    done = run(helm, "package", str(CHART), "--destination", str(tmp_path))
+    archive = tmp_path / f"aiadmit-{__version__}.tgz"
+    assert archive.is_file() and str(archive) in done.stdout, done.stdout
+    with tarfile.open(archive) as packed:
+        names = set(packed.getnames())
+    for path in CHART.rglob("*"):
+        if path.is_file() and path.name != ".helmignore":
+            assert f"aiadmit/{path.relative_to(CHART)}" in names, path
+    shown = yaml.safe_load(run(helm, "show", "chart", str(archive)).stdout)
+    assert (shown["version"], shown["appVersion"]) == (__version__, __version__)
+    settings = ["--namespace", NAMESPACE, "--values", str(values_file(tmp_path, KNOBS))]
+    from_dir = run(helm, "template", "aiadmit", str(CHART), *settings).stdout
+    assert run(helm, "template", "aiadmit", str(archive), *settings).stdout == from_dir
+    (deployment,) = [o for o in yaml.safe_load_all(from_dir) if o and o["kind"] == "Deployment"]
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == f"ghcr.io/aiadmit/aiadmit:{__version__}"
+
+
 # ---------------------------------------------------------------------------------------------- dogfooding
 def test_rendered_chart_is_audited_clean_by_aiadmit(helm, tmp_path):
     """`helm template | aiadmit audit -`, in the release namespace and in an ordinary one (where aiadmit's own
