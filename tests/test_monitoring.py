@@ -24,6 +24,8 @@ RUNBOOKS = "https://github.com/aiadmit/aiadmit/blob/main/docs/operations.md#"
 EXTERNAL = {
     "kube_deployment_status_replicas_available": "kube-state-metrics",
     "kube_deployment_spec_replicas": "kube-state-metrics",
+    # k8s.io/apiserver v0.37.2, pkg/admission/metrics/metrics.go: subsystem admission, name webhook_rejection_count,
+    # labels name, type, operation, error_type (calling_webhook_error, ...), rejection_code
     "apiserver_admission_webhook_rejection_count": "kube-apiserver",
 }
 
