@@ -119,7 +119,8 @@ def test_dashboard_queries_parse_and_name_served_metrics(promrules, served_metri
         for metric in rule["metrics"]:
             assert metric in served_metrics, f"panel {title!r} reads {metric}, not on aiadmit's /metrics"
             seen.add(metric)
-    aiadmit_served = {m for m in served_metrics if m.startswith("aiadmit_") and not m.endswith(("_sum", "_count", "_created"))}
+    aiadmit_served = {m for m in served_metrics
+                      if m.startswith("aiadmit_") and not m.endswith(("_sum", "_count", "_created"))}
     assert aiadmit_served <= seen | {"aiadmit_admission_duration_seconds_bucket"}, \
         f"metrics no panel shows: {sorted(aiadmit_served - seen)}"
     for variable in dashboard()["templating"]["list"][1:]:
