@@ -11,7 +11,14 @@ closes is opened again at once, as a real attacker would):
 - half-headers: finish the TLS handshake, send half the request headers, then
   nothing;
 - handshakes: N threads doing full TLS handshakes back to back (close, again);
+- heavy-reviews: N keep-alive connections looping a 1.5 MB /validate review of 20,000 tiny GPU containers (issue
+  21: before the review bounds, four of them held both workers for the whole 4 s budget each);
+- huge-lists: N keep-alive connections looping a 5.9 MB /mutate review of two million empty lists (issue 21: a
+  worker went from 55 to 473 MiB);
 - none: the legitimate client alone (the baseline of the same run).
+
+With `--server-pid` (the arbiter of `aiadmit serve`), the peak resident memory (VmHWM) of each worker is read from
+/proc at the end. With `--client-cert`/`--client-key`, every client (attacker and legitimate) presents that pair.
 
 The attack runs in its own process, so that the legitimate client's figures are
 the server's and not those of a client sharing one GIL with the attacker.
@@ -29,12 +36,14 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import select
 import socket
 import ssl
 import sys
 import threading
 import time
+from typing import Optional
 from urllib.parse import urlsplit
 
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
@@ -65,6 +74,8 @@ class Attack:
 
     def _open(self):
         raw = socket.create_connection((self.host, self.port), timeout=5)
+        if self.kind in REVIEW_ATTACKS:
+            return self.context.wrap_socket(raw, server_hostname=self.server_name)
         if self.kind == "idle":
             return raw
         if self.kind == "half-hello":
@@ -76,6 +87,15 @@ class Attack:
 
     def start(self, setup: float) -> None:
         if self.kind == "none":
+            return
+        if self.kind in REVIEW_ATTACKS:
+            self.request = review_attack_request(self.kind, self.server_name)
+            self.answers: dict = {}
+            self.answered = 0
+            for _ in range(self.count):
+                thread = threading.Thread(target=self._review_loop, daemon=True)
+                thread.start()
+                self.threads.append(thread)
             return
         if self.kind == "handshakes":
             for _ in range(self.count):
@@ -104,6 +124,30 @@ class Attack:
             except OSError:
                 self.failed_opens += 1
                 time.sleep(0.01)
+
+    def _review_loop(self) -> None:
+        """One keep-alive connection sending the attack's review again as soon as each answer is in."""
+        sock = None
+        while not self.stop.is_set():
+            try:
+                if sock is None:
+                    sock = self._open()
+                    sock.settimeout(30)
+                    self.opened += 1
+                sock.sendall(self.request)
+                status, body = read_answer(sock)
+                message = body[body.find(b'"message"'):][:90].decode("utf-8", "replace") if body else ""
+                key = f"{status} {message}"
+                self.answers[key] = self.answers.get(key, 0) + 1
+                self.answered += 1
+            except (OSError, ValueError):
+                self.failed_opens += 1
+                if sock is not None:
+                    sock.close()
+                sock = None
+                time.sleep(0.01)
+        if sock is not None:
+            sock.close()
 
     def _keep_open(self) -> None:
         """Every 0.2 s: a connection the server closed (readable with EOF, or an error) is opened again."""
@@ -164,6 +208,68 @@ class Attack:
                 pass
 
 
+REVIEW_ATTACKS = ("heavy-reviews", "huge-lists")
+
+
+def review_attack_request(kind: str, host: str) -> bytes:
+    """The HTTP request of a review attack (keep-alive), its body as the issue describes it."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "tenant"}, "spec": {}}
+    if kind == "heavy-reviews":
+        path = "/validate"
+        pod["spec"]["containers"] = [{"name": f"c{i}", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+                                     for i in range(20_000)]
+    else:
+        path = "/mutate"
+        pod["spec"]["containers"] = [{"name": "c", "image": "x"}]
+        pod["spec"]["x"] = [[] for _ in range(2_000_000)]
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+              "request": {"uid": "00000000-0000-4000-8000-000000000001", "operation": "CREATE", "namespace": "tenant",
+                          "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                          "resource": {"group": "", "version": "v1", "resource": "pods"},
+                          "userInfo": {"username": "tenant"}, "object": pod}}
+    body = json.dumps(review, separators=(",", ":")).encode()
+    return (f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def read_answer(sock) -> tuple[int, bytes]:
+    """(status, body) of one HTTP/1.1 answer with a Content-Length, read from a keep-alive connection."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ValueError("connection closed")
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ValueError("connection closed")
+        body += chunk
+    return int(head.split(b" ", 2)[1]), body
+
+
+def worker_peaks(arbiter: int) -> dict:
+    """The peak resident memory (MiB) of `arbiter` and of each of its children (gunicorn's workers), from /proc."""
+    peaks = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status") as handle:
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
+        except OSError:
+            continue
+        if (int(name) == arbiter or int(fields.get("PPid", "0").strip()) == arbiter) and "VmHWM" in fields:
+            peaks["arbiter" if int(name) == arbiter else name] = round(int(fields["VmHWM"].split()[0]) / 1024, 1)
+    return peaks
+
+
 def legitimate(host: str, port: int, context: ssl.SSLContext, server_name: str, request: bytes, uid: bytes,
                rate: float, duration: float, timeout: float) -> tuple[list[float], list[str]]:
     """`rate` reviews/s for `duration` s, each on its own new connection, each in its own thread."""
@@ -208,17 +314,28 @@ def legitimate(host: str, port: int, context: ssl.SSLContext, server_name: str, 
     return latencies, failures
 
 
-def _attacker(kind, count, host, port, cacert, server_name, setup, commands, report) -> None:
+def client_context(cacert: str, cert: Optional[str], key: Optional[str]) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=cacert)
+    if cert:
+        context.load_cert_chain(cert, key)
+    return context
+
+
+def _attacker(kind, count, host, port, cacert, server_name, setup, commands, report, pair=(None, None)) -> None:
     """The attack's process: open, tell the parent how many are held, keep them open until told to stop."""
-    attack = Attack(kind, count, host, port, ssl.create_default_context(cafile=cacert), server_name)
+    attack = Attack(kind, count, host, port, client_context(cacert, *pair), server_name)
     started = time.monotonic()
     attack.start(setup)
     report.put((len(attack.socks), time.monotonic() - started))
     commands.get()
     still_open = len(attack.socks)
     attack.close()
-    report.put({"held_at_end": still_open, "reopened_by_attacker": attack.reopened,
-                "attack_open_failures": attack.failed_opens, "attack_handshakes": attack.handshakes})
+    counts = {"held_at_end": still_open, "reopened_by_attacker": attack.reopened,
+              "attack_open_failures": attack.failed_opens, "attack_handshakes": attack.handshakes}
+    if kind in REVIEW_ATTACKS:
+        counts = {"attack_reviews_answered": attack.answered, "attack_errors": attack.failed_opens,
+                  "attack_answers": dict(sorted(attack.answers.items(), key=lambda kv: -kv[1])[:3])}
+    report.put(counts)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -234,18 +351,21 @@ def main(argv=None) -> int:
     parser.add_argument("--cacert", required=True)
     parser.add_argument("--server-name", default="localhost")
     parser.add_argument("--review", required=True)
-    parser.add_argument("--attack", choices=("none", "idle", "half-hello", "half-headers", "handshakes"),
-                        default="half-hello")
+    parser.add_argument("--attack", choices=("none", "idle", "half-hello", "half-headers", "handshakes",
+                                             *REVIEW_ATTACKS), default="half-hello")
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--rate", type=float, default=20.0, help="legitimate reviews per second")
     parser.add_argument("--duration", type=float, default=15.0, help="seconds of legitimate load under attack")
     parser.add_argument("--timeout", type=float, default=10.0, help="a legitimate review slower than this fails")
     parser.add_argument("--setup", type=float, default=30.0, help="at most this long to open the attack")
+    parser.add_argument("--server-pid", type=int, help="the server's arbiter: report its workers' peak memory")
+    parser.add_argument("--client-cert", help="a client certificate every connection presents (with --client-key)")
+    parser.add_argument("--client-key")
     args = parser.parse_args(argv)
     url = urlsplit(args.url)
     if url.hostname not in LOOPBACK:
         parser.error("loopback only: this script attacks the server it is given")
-    context = ssl.create_default_context(cafile=args.cacert)
+    context = client_context(args.cacert, args.client_cert, args.client_key)
     body = open(args.review, "rb").read()
     uid = json.loads(body)["request"]["uid"].encode()
     request = (f"POST {url.path or '/validate'} HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Type: application/json"
@@ -253,7 +373,7 @@ def main(argv=None) -> int:
     to_attacker, from_attacker = mp.Queue(), mp.Queue()
     attacker = mp.Process(target=_attacker, args=(args.attack, args.connections, url.hostname, url.port or 443,
                                                  args.cacert, args.server_name, args.setup, to_attacker,
-                                                 from_attacker), daemon=True)
+                                                 from_attacker, (args.client_cert, args.client_key)), daemon=True)
     attacker.start()
     try:
         held, setup_s = from_attacker.get(timeout=args.setup + 30)
@@ -272,6 +392,8 @@ def main(argv=None) -> int:
         "p50_ms": round(percentile(latencies, 50) * 1000, 1), "p99_ms": round(percentile(latencies, 99) * 1000, 1),
         "max_ms": round(max(latencies) * 1000, 1) if latencies else None, "first_failures": failures[:3],
     }
+    if args.server_pid:
+        summary["worker_peak_rss_mib"] = worker_peaks(args.server_pid)
     print(json.dumps(summary))
     return 1 if failures else 0
 

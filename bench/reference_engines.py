@@ -239,7 +239,7 @@ def measure_bundle(seconds: float) -> dict:
     sources, runs = bundle_sources(), captured()
     names = sorted({n for _, bound in runs for n in bound} | {"object", "oldObject", "request", "namespaceObject",
                                                               "workload", "templates", "cluster", "pod", "podMeta",
-                                                              "template", "templateDevices", "container",
+                                                              "template", "templateDevices", "podResources", "container",
                                                               "containerType", "containerName", "injected",
                                                               "envFrom", "variables", "params"})
     native = {s: compile_native(s, FUNCTIONS) for s in {s for s, _ in runs}}

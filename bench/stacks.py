@@ -177,7 +177,8 @@ def main(argv=None) -> int:
                 for kind, count in [("none", "0")] + attacks:
                     summary = run_json([sys.executable, os.path.join(HERE, "hostile.py"), "--url", url, "--cacert",
                                         f"{certs}/ca.crt", "--review", args.review, "--attack", kind,
-                                        "--connections", count, "--duration", str(args.attack_duration)],
+                                        "--connections", count, "--duration", str(args.attack_duration),
+                                        "--server-pid", str(proc.pid)],
                                        args.attack_duration + 120)
                     alive = proc.poll() is None
                     record({"stack": name, "round": round_, "test": f"hostile {kind} {count}", "server_alive": alive,

@@ -52,12 +52,15 @@ class ServerProcess:
         self.ca_file = str(certs_dir / "ca.crt")
         self.cert_file = str(certs_dir / "tls.crt")
         self.key_file = str(certs_dir / "tls.key")
+        self.client_pair: Optional[tuple[str, str]] = None  # (cert, key) every connection presents, when set
 
     def url(self, path: str = "/") -> str:
         return f"https://127.0.0.1:{self.port}{path}"
 
     def ssl_context(self) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=self.ca_file)  # verifies chain and host name
+        if self.client_pair:
+            context.load_cert_chain(*self.client_pair)
         return context
 
     def connection(self, timeout: float = 15) -> http.client.HTTPSConnection:

@@ -57,8 +57,8 @@ def test_text_output_is_file_line_col_id_action_message(tmp_path):
     lines = result.stdout.splitlines()
     assert f"{path}:10:7: resources-declared [deny] container main must request a non-zero cpu " \
            f"(resources.requests.cpu; a limit alone counts too: the API server copies it into the missing " \
-           f"request)" in lines
-    assert lines[-1].startswith("1 resources checked:")
+           f"request); or request it for the whole pod (spec.resources.requests.cpu, pod-level resources)" in lines
+    assert lines[-1].startswith("1 resources checked (")
     assert "Traceback" not in result.stderr
 
 
@@ -71,7 +71,8 @@ def test_json_output_contract(tmp_path):
     finding = next(f for f in document["findings"] if f["rule"] == "memory-limit")
     assert finding == {
         "policy": "resources-declared", "rule": "memory-limit", "action": "deny", "result": "fail",
-        "message": "container main must set a memory limit (resources.limits.memory)",
+        "message": "container main must set a memory limit (resources.limits.memory, or spec.resources.limits.memory "
+                   "for the whole pod)",
         "resource": {"apiVersion": "v1", "kind": "Pod", "namespace": "ml", "name": "gpu"},
         "file": str(path), "line": 11, "column": 9,
         "path": "/spec/containers/0/resources/limits/memory",
@@ -98,7 +99,8 @@ def test_stdin_and_exit_zero_when_clean():
     clean = GPU_POD.replace("nvidia.com/gpu: 1", "cpu: 1")
     result = aiadmit("audit", "-", stdin=clean)
     assert result.returncode == 0, result.stdout
-    assert "1 resources checked: 0 deny" in result.stdout
+    assert "1 resources checked (0 denied, 0 warned, 0 audit only, 1 passed, 0 no policy applied); findings: 0 deny" \
+        in result.stdout
 
 
 def test_yaml_syntax_error_is_exit_2_with_line(tmp_path):
@@ -106,7 +108,7 @@ def test_yaml_syntax_error_is_exit_2_with_line(tmp_path):
     path.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: [x\n")
     result = aiadmit("audit", str(path))
     assert result.returncode == 2
-    assert result.stdout.startswith(f"{path}:4:1: error YAML:")
+    assert result.stderr.startswith(f"{path}:4:1: error: YAML:")
 
 
 def test_usage_errors_are_exit_2(tmp_path):
@@ -116,12 +118,12 @@ def test_usage_errors_are_exit_2(tmp_path):
     bad_config.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\npolicies:\n  shm-sized: {action: block}\n")
     result = aiadmit("audit", "--config", str(bad_config), str(tmp_path))
     assert result.returncode == 2
-    assert f"{bad_config}:4:15: policies.shm-sized.action: 'block' is not one of" in result.stderr
+    assert f"{bad_config}:4:15: error: policies.shm-sized.action: 'block' is not one of" in result.stderr
 
 
 def test_missing_file_is_an_error(tmp_path):
     result = aiadmit("audit", str(tmp_path / "nope.yaml"))
-    assert result.returncode == 2 and "cannot read file" in result.stdout
+    assert result.returncode == 2 and f"{tmp_path / 'nope.yaml'}:0:0: error: cannot read file" in result.stderr
 
 
 def test_non_ai_workloads_get_nothing_but_devices_declared(tmp_path):

@@ -105,8 +105,10 @@ def test_audit_command_exits_2_with_file_line_and_field_and_no_traceback(tmp_pat
                           env={**os.environ, "PYTHONPATH": ROOT})
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
-    assert f"{tmp_path / 'bad.yaml'}:5:" in done.stdout and "metadata.labels" in done.stdout
-    assert f"{tmp_path / 'nan.yaml'}:" in done.stdout and "resources.limits.cpu" in done.stdout
+    # input errors are diagnostics: stderr, `file:line:col: error: message`
+    assert f"{tmp_path / 'bad.yaml'}:5:" in done.stderr and "metadata.labels" in done.stderr
+    assert f"{tmp_path / 'nan.yaml'}:" in done.stderr and "resources.limits.cpu" in done.stderr
+    assert all(": error: " in line for line in done.stderr.splitlines())
     assert "NVIDIA_VISIBLE_DEVICES=all" in done.stdout  # the good file is still reported
 
 

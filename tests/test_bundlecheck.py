@@ -78,6 +78,6 @@ def test_a_missing_or_broken_record_means_every_check_runs(tmp_path, monkeypatch
         bundlecheck._record.cache_clear()
         try:
             policies = load_policies([BUILTIN_POLICY_DIR])
-            assert len(policies) == 16
+            assert len(policies) == 17
         finally:
             bundlecheck._record.cache_clear()

@@ -20,8 +20,8 @@ from webhook.language.loader import load_policies
 from webhook.language.policy import PolicyLoadError
 
 POLICIES = sorted(name for name in os.listdir(BUILTIN_POLICY_DIR) if name.endswith(".yaml"))
-_NAMES = ("container", "containerType", "pod", "podMeta", "workload", "templates", "templateDevices", "cluster",
-          "object", "template", "params", "containerName", "variables")
+_NAMES = ("container", "containerType", "pod", "podMeta", "workload", "templates", "templateDevices", "podResources",
+          "cluster", "object", "template", "params", "containerName", "variables")
 # a variable, not a field of one (`envFrom.variables` is a field called `variables`)
 _USE = re.compile(r"(?<![.\w])(" + "|".join(_NAMES) + r")\b(?=\s*[.\[)}]|\s*(?:==|!=|\+|,|\)))")
 

@@ -29,6 +29,7 @@ from webhook.language.config import Config
 from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.language.loader import load_policies
 from webhook.inputs.sources import load_paths, load_text
+from webhook.engine.binding import pod_resources
 from webhook.k8s.workload import Container, PodTemplate, ShapeError, build_workload, template_devices
 
 from testdata import CORPUS  # tests/data/corpus, in the repository
@@ -285,7 +286,7 @@ def policy_expressions() -> tuple:
     return tuple(out)
 
 
-_POD = {"pod", "podMeta", "template", "templateDevices"}
+_POD = {"pod", "podMeta", "template", "templateDevices", "podResources"}
 _CONTAINER = {"container", "containerType", "containerName", "injected"}
 
 
@@ -321,7 +322,8 @@ def sites(resources, classification):
         for template in templates:
             at_pod = dict(variables, pod=template.spec if template.spec is not None else {},
                           podMeta=template.metadata, template=template.name,
-                          templateDevices=template_devices(template, classification) if workload else [])
+                          templateDevices=template_devices(template, classification) if workload else [],
+                          podResources=pod_resources(template))
             yield f"{where}, template {template.name!r}", "pod", at_pod
             for c in template.containers:
                 yield (f"{where}, template {template.name!r}, {c.section} {c.name!r}", "container",

@@ -34,7 +34,7 @@ def checker_runs(monkeypatch):
 
 def test_the_unchanged_bundle_loads_without_running_the_checker(checker_runs):
     engine = Engine.load()
-    assert len(engine.policies) == 16 and checker_runs == []
+    assert len(engine.policies) == 17 and checker_runs == []
 
 
 def test_an_edited_copy_with_a_misspelt_variable_is_checked_and_fails(tmp_path, checker_runs):
@@ -79,3 +79,35 @@ def test_a_recorded_failure_replays_as_the_same_error():
     with pytest.raises(CelError) as caught:
         celrecord.decode(celrecord.encode_error(CelError("undeclared reference to 'container'", 3)))
     assert (caught.value.message, caught.value.offset) == ("undeclared reference to 'container'", 3)
+
+
+def _formula(source, params, declarations, limits) -> str:
+    """The key as the record was built: sha256 of the JSON list of the parts, each spelt out afresh."""
+    import dataclasses
+    import hashlib
+    import json
+
+    from webhook.cel.cost import Limits
+    declared = ("\0".join(f"{name}={json.dumps(celrecord.encode_type(declarations[name]), sort_keys=True)}"
+                          for name in sorted(declarations)) if declarations is not None else "(any name)")
+    whole = json.dumps([celrecord.checker_identity(), source, json.dumps(params, sort_keys=True, default=repr),
+                        declared, json.dumps(list(dataclasses.astuple(limits if limits is not None else Limits())))])
+    return hashlib.sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def test_the_memoised_key_is_the_formula_whatever_the_order_of_its_parts():
+    # The parts are memoised by identity across calls (a bundle interleaves a few hundred of them): any order of
+    # params, declarations and limits objects, new or met before, gives the key spelt out afresh.
+    from webhook.cel.cost import Limits
+    params = [{}, {"a": 1, "b": ["x", "é"]}, {"q": "\u2028\"quoted\"\\"}, None]
+    declarations = [LEVELS["container"], LEVELS["pod"], None,
+                    dict(LEVELS["object"], variables=Struct("variables", {"a": ("list", "string")}))]
+    limits = [None, Limits(), Limits(per_expression=1e9)]
+    sources = ["container.name == 'x'", "'\u00e9\\n' + \"\\\"\"", "object.spec.replicas > 1"]
+    for round_ in range(2):  # the second round meets every part memoised
+        for index in range(len(params) * len(declarations) * len(limits)):
+            p = params[index % len(params)]
+            d = declarations[(index // len(params)) % len(declarations)]
+            lim = limits[index % len(limits)]
+            source = sources[(index + round_) % len(sources)]
+            assert celrecord.key(source, p, d, lim) == _formula(source, p, d, lim)

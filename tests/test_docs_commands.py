@@ -20,7 +20,7 @@ import pytest
 from serverproc import start_server
 from testdata import NO_KUBECTL, ROOT, cached_kubectl
 
-DOCS = ("README.md", os.path.join("docs", "cli.md"))
+DOCS = ("README.md", os.path.join("docs", "cli.md"), os.path.join("docs", "policy-tests.md"))
 
 # command as written -> exit code (run in a copy of the repository, so `fix` may write)
 RUNS = {
@@ -29,6 +29,8 @@ RUNS = {
     "aiadmit audit examples/manifests/pytorchjob-gpu.yaml": 1,
     "aiadmit policies": 0,
     "aiadmit test tests/policies": 0,
+    "aiadmit test -f json tests/policies/shm-sized": 0,
+    "aiadmit test --init examples/policies/team-label.yaml": 0,
     "aiadmit fix --diff examples/manifests/": 1,
     "aiadmit fix --check examples/manifests/": 1,
     "aiadmit fix examples/manifests/": 0,
@@ -41,6 +43,10 @@ RUNS = {
     "aiadmit cel 'has(object.metadata.`name`)' --object examples/manifests/pytorchjob-gpu.yaml --level object": 2,
     "aiadmit cel 'has(object.metadata.`name`)' --object examples/manifests/pytorchjob-gpu.yaml --level object "
     "--kubernetes-version 1.37": 0,
+    "aiadmit export --out exported/": 0,
+    "aiadmit export --kubernetes-version 1.35 --out exported-1.35/": 0,
+    "aiadmit export --format static --out static/": 0,
+    "aiadmit export --check": 0,
 }
 # piped from kubectl (run when a kubectl is on this machine)
 KUBECTL = {

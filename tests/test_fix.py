@@ -7,6 +7,7 @@ the engine, not a list in this file.
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -143,7 +144,8 @@ def test_templates_are_skipped_broken_yaml_is_an_error_and_left_alone(tmp_path):
     assert result.returncode == 2
     assert f"{broken}:" in result.stderr and "YAML" in result.stderr and "Traceback" not in result.stderr
     assert broken.read_text() == POD + "---\nkind: Pod\nspec: [unclosed\n"
-    assert f"{tmp_path / 'chart.yaml'}:5: skipped template (contains '{{{{ }}}}'): render it first" in result.stderr
+    assert re.search(re.escape(f"{tmp_path / 'chart.yaml'}:5:") + r"\d+: warning: skipped template \(contains "
+                     r"'\{\{ \}\}'\): render it first", result.stderr), result.stderr
     assert "1 skipped" in result.stderr
     assert aiadmit("fix", "-").returncode == 2
 
@@ -405,3 +407,53 @@ def test_fix_does_not_invent_priority_classes_unless_told_the_cluster_has_them(e
     defined = fix_text(engine, GPU_DEPLOYMENT + PRIORITY_CLASS, "d.yaml")  # the input defines the class
     assert "priorityClassName: ai-inference" in defined.fixed
     assert not [w for w in defined.warnings if "priorityClassName" in w.message]
+
+
+# ------------------------------------------------------------------------------------------------ safe reading
+# `fix DIR` reads through the audit's reader (issue 21): what would block or never end is reported, and the rest of
+# the directory is still fixed.
+def _fix_in_thread(engine, paths, seconds=20):
+    import threading
+
+    outcome = {}
+    worker = threading.Thread(target=lambda: outcome.update(r=fix_paths(engine, paths, policies={"shm-sized"})),
+                              daemon=True)
+    worker.start()
+    worker.join(seconds)
+    return worker, outcome
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_fix_of_a_directory_with_a_fifo_does_not_block_and_fixes_the_rest(engine, tmp_path):
+    os.mkfifo(tmp_path / "a-pipe.yaml")
+    (tmp_path / "pod.yaml").write_text(POD)
+    worker, outcome = _fix_in_thread(engine, [str(tmp_path)])
+    if worker.is_alive():  # unblock the reader so the test process can end
+        with open(tmp_path / "a-pipe.yaml", "w"):
+            pass
+        pytest.fail("a FIFO named a-pipe.yaml blocked `fix`")
+    by_name = {os.path.basename(r.path): r for r in outcome["r"]}
+    assert "not a regular file (a FIFO)" in by_name["a-pipe.yaml"].errors[0].message
+    assert by_name["pod.yaml"].changed and "/dev/shm" in (tmp_path / "pod.yaml").read_text()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero here")
+def test_fix_does_not_follow_a_symlink_to_dev_zero(engine, tmp_path):
+    os.symlink("/dev/zero", tmp_path / "zero.yaml")
+    (tmp_path / "pod.yaml").write_text(POD)
+    worker, outcome = _fix_in_thread(engine, [str(tmp_path)])
+    assert not worker.is_alive(), "reading zero.yaml -> /dev/zero did not end"
+    by_name = {os.path.basename(r.path): r for r in outcome["r"]}
+    assert "not a regular file (a character device)" in by_name["zero.yaml"].errors[0].message
+    assert os.path.islink(tmp_path / "zero.yaml")  # nothing written through the link
+    assert by_name["pod.yaml"].changed
+
+
+def test_fix_cli_names_the_fifo_and_exits_2(tmp_path):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform")
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    done = subprocess.run([sys.executable, "-m", "webhook", "fix", str(fifo)], capture_output=True, text=True,
+                          timeout=30, cwd=os.path.dirname(HERE), env={**os.environ, "PYTHONPATH": os.path.dirname(HERE)})
+    assert done.returncode == 2 and "not a regular file" in done.stdout + done.stderr

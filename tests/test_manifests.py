@@ -116,7 +116,8 @@ def test_webhook_rules_cover_the_kinds_table_exactly(rendered):
         expected.add((key[0], resource))
     for kind, hooks in webhooks(rendered["base"]).items():
         want = expected | ({("autoscaling", "horizontalpodautoscalers"), ("keda.sh", "scaledobjects"),
-                            ("", "pods/ephemeralcontainers"), ("", "configmaps")}
+                            ("", "pods/ephemeralcontainers"), ("", "pods/resize"), ("", "configmaps"),
+                            ("resource.k8s.io", "resourceclaims"), ("resource.k8s.io", "resourceclaimtemplates")}
                            if kind.startswith("Validating") else set())
         (hook,) = hooks
         got = set()

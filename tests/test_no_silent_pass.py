@@ -161,4 +161,4 @@ def test_identity_errors_point_at_line_and_column_of_the_key(tmp_path):
     result = subprocess.run([sys.executable, "-m", "webhook", "audit", str(path)], capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 2
-    assert result.stdout.startswith(f"{path}:4:1: error key 'Kind' must be spelt 'kind'")
+    assert result.stderr.startswith(f"{path}:4:1: error: key 'Kind' must be spelt 'kind'")

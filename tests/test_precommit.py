@@ -7,6 +7,7 @@ the test checks the code under test, not the last commit.
 """
 
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -15,6 +16,7 @@ import pytest
 
 REPO = os.path.normpath(os.path.join(os.path.dirname(__file__), ".."))
 from testdata import CORPUS  # tests/data/corpus, in the repository
+from precommitrepo import git, snapshot
 
 BAD = """\
 apiVersion: v1
@@ -51,32 +53,12 @@ metadata:
 """
 
 
-def git(*args, cwd, check=True, env=None):
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=check, timeout=120,
-                          env=env)
-
-
-def _snapshot(tmp_path) -> str:
-    """This checkout's working tree as a commit in a scratch clone: (path, sha) pre-commit can install from."""
-    snap = tmp_path / "aiadmit-snapshot"
-    files = git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=REPO).stdout.split("\0")
-    for name in filter(None, files):
-        source = os.path.join(REPO, name)
-        if os.path.isfile(source):
-            os.makedirs(os.path.dirname(snap / name), exist_ok=True)
-            shutil.copy2(source, snap / name)
-    git("init", "-q", cwd=snap)
-    git("add", "-A", cwd=snap)
-    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "snapshot", cwd=snap)
-    return str(snap), git("rev-parse", "HEAD", cwd=snap).stdout.strip()
-
-
 @pytest.fixture(scope="module")
 def hooked_repo(tmp_path_factory):
     if shutil.which("pre-commit") is None:
         pytest.fail("pre-commit is not installed (it is a test dependency: pip install -e '.[test]')")
     tmp_path = tmp_path_factory.mktemp("precommit")
-    source, sha = _snapshot(tmp_path)
+    source, sha = snapshot(tmp_path)
     work = tmp_path / "work"
     work.mkdir()
     env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "cache"), PRE_COMMIT_COLOR="never")
@@ -154,3 +136,17 @@ def test_a_thousand_manifests_in_one_run(hooked_repo):
     assert "bulk/copy0/NVIDIA__gpu-operator/tests__gpu-pod.yaml:" in run.stdout
     assert "Traceback" not in run.stdout + run.stderr
     assert elapsed < 120, f"{count} manifests took {elapsed:.1f}s"
+
+
+def test_warnings_are_shown_when_the_hook_passes(hooked_repo):
+    """pre-commit hides a passing hook's output unless the hook is `verbose`: warn-level findings must be seen."""
+    work, env = hooked_repo
+    with open(os.path.join(REPO, "examples", "manifests", "pytorchjob-gpu-compliant.yaml"), encoding="utf-8") as f:
+        compliant = f.read()
+    (work / "jobs").mkdir(exist_ok=True)
+    (work / "jobs" / "train.yaml").write_text(re.sub(r"@sha256:[0-9a-f]{64}", "", compliant))  # a tag: warn only
+    run = subprocess.run(["pre-commit", "run", "aiadmit-audit", "--files", "jobs/train.yaml"], cwd=work, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Passed" in run.stdout and "Failed" not in run.stdout
+    assert "jobs/train.yaml:19:13: image-digest [warn]" in run.stdout, run.stdout

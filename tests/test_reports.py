@@ -259,10 +259,12 @@ def test_skips_are_one_line_unless_verbose_and_quiet_is_only_failing_lines():
     out = full.stdout.splitlines()
     assert not [line for line in out if ", skip]" in line], "skipped checks listed one by one"
     (summary,) = [line for line in out if "check(s) skipped" in line]
-    # the corpus holds no ResourceQuota, no LocalQueue for the workloads that name a Kueue queue, and no PodGroup
-    # for JobSet's workload-aware scheduling example
-    assert re.search(r"^\d+ check\(s\) skipped \(unknown, not passed\): gang-admission \d+× \(cluster facts "
-                     r"unknown: localQueues\), gang-admission 1× \(cluster facts unknown: podGroups\), gpu-quota \d+× \(cluster facts unknown: resourceQuotas\); --verbose "
+    # the corpus holds no ResourceQuota, no LocalQueue for the workloads that name a Kueue queue, no PodGroup
+    # for JobSet's workload-aware scheduling example, and not the ResourceClaims two DRA samples name
+    assert re.search(r"^\d+ check\(s\) skipped \(unknown, not passed\): devices-declared \d+× \(cluster facts "
+                     r"unknown: resourceClaims\), gang-admission \d+× \(cluster facts "
+                     r"unknown: localQueues\), gang-admission 1× \(cluster facts unknown: podGroups\), gpu-quota \d+× \(cluster facts unknown: resourceQuotas\), "
+                     r"gpu-quota \d+× \(cluster facts unknown: resourceQuotas, resourceClaims\); --verbose "
                      r"lists them$", summary), summary
     count = int(summary.split()[0])
     verbose = aiadmit("audit", "--verbose", CORPUS).stdout.splitlines()
@@ -271,8 +273,10 @@ def test_skips_are_one_line_unless_verbose_and_quiet_is_only_failing_lines():
     assert quiet.returncode == full.returncode == 2  # the corpus holds one unparseable file
     quiet_lines = quiet.stdout.splitlines()
     failing = [line for line in out if re.search(r": [\w-]+ \[(deny|warn|audit)\] ", line)]
-    errors = [line for line in out if ": error " in line]
-    assert sorted(quiet_lines) == sorted(failing + errors) and quiet_lines
+    assert sorted(quiet_lines) == sorted(failing) and quiet_lines
+    # input errors are diagnostics: on stderr, `file:line:col: error: message`, with or without --quiet
+    errors = [line for line in full.stderr.splitlines() if re.match(r"^\S+:\d+:\d+: error: ", line)]
+    assert errors and quiet.stderr.splitlines() == errors
     assert aiadmit("audit", "--quiet", "--verbose", CORPUS).returncode == 2
 
 

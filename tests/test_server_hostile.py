@@ -191,6 +191,26 @@ def test_keepalive_is_bounded_by_idle_time_and_request_count(tmp_path):
             assert 0.5 < time.monotonic() - started < 4
 
 
+def test_a_keepalive_connection_idle_past_the_body_timeout_still_gets_its_next_answer(tmp_path):
+    """The body time-out bounds a body, not the wait for the next request. It once did both: the next request on a
+    connection idle longer than --body-timeout (10 s) made gunicorn drain the previous, finished body, that read hit
+    the old deadline, and the connection was closed with the new request unread (a reset). The API server keeps
+    idle webhook connections for 90 s, so in tests/e2e a create after an 11 s pause failed closed ("connection reset
+    by peer") and its mutation was skipped (failing open)."""
+    with start_server(tmp_path, ["--no-cluster", "--body-timeout", "1", "--keepalive-timeout", "10"]) as server:
+        conn = server.connection(timeout=10)
+        try:
+            pod = gpu_pod("idle-between")
+            for pause in (0, 2.5):  # the second request comes 2.5 s after the first: past the 1 s body time-out
+                time.sleep(pause)
+                status, body = server.review("validate", make_review(pod), connection=conn)
+                assert status == 200 and body["response"]["allowed"] is False, (pause, status, body)
+            status, _, data = server.request("GET", "/healthz", connection=conn)  # and a GET (no body) after it
+            assert status == 200, data
+        finally:
+            conn.close()
+
+
 def test_a_body_sent_too_slowly_is_cut_off_by_the_body_timeout(tmp_path):
     with start_server(tmp_path, ["--no-cluster", "--body-timeout", "1.5"]) as server:
         with tls_connection(server, timeout=10) as tls:

@@ -429,6 +429,7 @@ class ControlPlane:
         self.etcd_url = ""
         self.kubeconfig = workdir / "kubeconfig"
         self.pki = PKI(workdir / "pki")
+        self.extra_args: list[str] = []  # more kube-apiserver flags (e.g. --admission-control-config-file)
         self._api_client = None
         self._ssl: ssl.SSLContext | None = None
 
@@ -549,6 +550,7 @@ class ControlPlane:
             "--allow-privileged=true",
             "--profiling=false",
             "--v=1",
+            *self.extra_args,
         ]
         self._spawn("kube-apiserver", argv)
         self._ssl = ssl.create_default_context(cafile=str(pki.ca_cert))

@@ -591,3 +591,31 @@ def test_kubectl_debug_cannot_add_a_privileged_container_to_an_untrusted_pod(api
             seccomp_profile=client.V1SeccompProfile(type="RuntimeDefault")))]
     core.replace_namespaced_pod_ephemeralcontainers("target", namespace, current)
     assert [c.name for c in core.read_namespaced_pod("target", namespace).spec.ephemeral_containers] == ["careful"]
+
+
+def test_a_resize_that_breaks_the_checklist_is_refused_one_that_keeps_it_passes(apiserver, gpu_namespace):
+    """Issue 22: in-place resize (pods/resize, GA in 1.35) was never sent to the webhook, so a resize could take a
+    GPU pod's memory below its /dev/shm unchecked. The pod gets its 2Gi /dev/shm from the mutation (a quarter of
+    8Gi); a resize to 1Gi of memory is refused by shm-sized, one to 4 cpu is admitted and stored."""
+    core = client.CoreV1Api(apiserver.api_client)
+    p = kubectl_apply(apiserver, gpu_pod("resized", gpu_namespace))
+    assert p.returncode == 0, p.stderr
+    pod = stored(apiserver, "pod", "resized", gpu_namespace)
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "2Gi"}} in pod["spec"]["volumes"]
+
+    shrink = {"spec": {"containers": [{"name": "train", "resources": {
+        "requests": {"cpu": "2", "memory": "1Gi", "ephemeral-storage": "10Gi"},
+        "limits": {"nvidia.com/gpu": "1", "memory": "1Gi"}}}]}}
+    with pytest.raises(ApiException) as refused:
+        core.patch_namespaced_pod_resize("resized", gpu_namespace, shrink)
+    assert refused.value.status == 403, refused.value.body
+    message = json.loads(refused.value.body)["message"]
+    assert message.startswith(DENIED) and "\nshm-sized: /dev/shm of container train (sizeLimit 2Gi) must be smaller " \
+        "than its memory limit 1Gi" in message, message
+    assert stored(apiserver, "pod", "resized", gpu_namespace)["spec"]["containers"][0]["resources"]["limits"][
+        "memory"] == "8Gi"
+
+    grow = {"spec": {"containers": [{"name": "train", "resources": {"requests": {"cpu": "4"}}}]}}
+    core.patch_namespaced_pod_resize("resized", gpu_namespace, grow)
+    assert stored(apiserver, "pod", "resized", gpu_namespace)["spec"]["containers"][0]["resources"]["requests"][
+        "cpu"] == "4"

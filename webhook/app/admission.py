@@ -31,6 +31,7 @@ from functools import partial
 from typing import Optional
 
 from webhook.engine.core import Engine
+from webhook.app.intree import left_to_webhook
 from webhook.engine.deadline import check_deadline, copy_json
 from webhook.inputs.review import CHECKED_OPERATIONS, CHECKED_SUBRESOURCES, SKIPPED_OPERATIONS, resource_of
 from webhook.k8s.provenance import deriving_owner
@@ -45,9 +46,11 @@ from webhook.outputs.response import (Outcome, allow, deny, deny_message, fit_wa
 def _precheck(request: dict) -> Optional[Outcome]:
     """The answer for requests that need no policy: DELETE, CONNECT, subresources, and broken ones.
 
-    One subresource is checked: `ephemeralcontainers` (kubectl debug) adds containers to a running pod, and the
-    object of that request is the whole pod with them, so the policies that take ephemeral containers judge it;
-    its UPDATE compares with the old pod, so only what the debug container brings is denied.
+    Two subresources are checked: `ephemeralcontainers` (kubectl debug) adds containers to a running pod, and
+    `resize` (in-place resize, GA in Kubernetes 1.35) changes the resources of a running pod's containers. The
+    object of either request is the whole pod after the change, so every policy judges it, and its UPDATE compares
+    with the old pod: only what the debug container or the new resources bring is denied (a memory limit taken
+    below /dev/shm, a request taken to zero), never what the pod had already.
     """
     operation = request.get("operation")
     sub = request.get("subResource")
@@ -107,7 +110,7 @@ def validate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None
         detail = "; ".join(one_line(e.message) for e in evaluation.errors[:5])
         return deny(request, f"aiadmit cannot check {resource.describe()}: {detail}", code=400,
                     outcome="invalid", findings=evaluation.findings)
-    findings = evaluation.findings
+    findings = left_to_webhook(engine, evaluation.findings, resource.kind, resource.group, request.get("operation"))
     before: dict = {}  # finding key -> the messages the old object's findings of that key had
     old_obj: dict = {}
     if request.get("operation") == "UPDATE" and isinstance(request.get("oldObject"), dict):

@@ -123,6 +123,30 @@ def new_serving(ca: Pair, hosts: list[str], days: int = SERVING_DAYS) -> Pair:
     return Pair(cert, key)
 
 
+def new_client(ca: Pair, common_name: str, days: int = SERVING_DAYS) -> Pair:
+    """A client pair (TLS client authentication) named `common_name`, signed by `ca`: what the API server presents
+    to the webhook when its admission kubeconfig names it (docs/operations.md, "Authenticating the API server")."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = _now()
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name[:64])]))
+            .issuer_name(ca.cert.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(min(now + dt.timedelta(days=days), ca.cert.not_valid_after_utc))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=False, crl_sign=False,
+                                         content_commitment=False, key_encipherment=False,
+                                         data_encipherment=False, key_agreement=False,
+                                         encipher_only=False, decipher_only=False), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca.key.public_key()),
+                           critical=False)
+            .sign(ca.key, hashes.SHA256()))
+    return Pair(cert, key)
+
+
 # ---------------------------------------------------------------------- files
 def cert_pem(cert: x509.Certificate) -> bytes:
     return cert.public_bytes(serialization.Encoding.PEM)
@@ -184,6 +208,22 @@ def generate(out: str, hosts: list[str]) -> dict[str, str]:
     paths = {name: os.path.join(out, name) for name in FILES}
     write_pair(ca, paths["ca.crt"], paths["ca.key"])
     write_pair(serving, paths["tls.crt"], paths["tls.key"])
+    return paths
+
+
+CLIENT_FILES = ("client-ca.crt", "client-ca.key", "client.crt", "client.key")
+
+
+def generate_client(out: str, name: str = "kube-apiserver") -> dict[str, str]:
+    """A CA of its own for the API server's webhook client certificate, and that certificate, in `out`.
+
+    Its own CA, not the serving CA and not the cluster's: the webhook then accepts exactly the certificates this CA
+    signs, and the cluster CA's many client certificates (every kubelet, every admin) are not among them."""
+    os.makedirs(out, exist_ok=True)
+    ca = new_ca("aiadmit webhook clients CA")
+    paths = {file: os.path.join(out, file) for file in CLIENT_FILES}
+    write_pair(ca, paths["client-ca.crt"], paths["client-ca.key"])
+    write_pair(new_client(ca, name), paths["client.crt"], paths["client.key"])
     return paths
 
 

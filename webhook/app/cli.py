@@ -13,7 +13,7 @@ from importlib import import_module
 
 from webhook import __version__
 
-COMMANDS = ("serve", "audit", "fix", "test", "policies", "certs", "cel")
+COMMANDS = ("serve", "audit", "fix", "test", "policies", "certs", "cel", "export")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

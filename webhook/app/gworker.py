@@ -21,7 +21,15 @@ never the loop; and every phase of a connection has its own deadline:
 
 The review itself runs in the connection's greenlet: it is CPU-bound Python, so
 one process serves one review at a time, as the gthread worker did under the
-GIL. Threads are not monkey-patched (`patch_all(thread=False)`): the policy
+GIL. Large bodies (over LARGE_BODY = 64 KiB, or of unknown length) are the exception to
+first come, first served (issue 21: four clients looping 1.5 MB reviews kept
+both workers reading bodies, and legitimate reviews waited seconds for a turn):
+one large review at a time per worker (the others wait their turn without
+reading), and its body read yields to the loop after every piece, so that the
+small reviews of everyone else are served between two pieces. It also bounds
+memory: at most one large body is read and decoded at a time in a worker.
+
+Threads are not monkey-patched (`patch_all(thread=False)`): the policy
 reloader and the live-context watches stay OS threads, so compiling a new
 policy set shares the CPU with reviews instead of freezing the loop.
 
@@ -57,6 +65,10 @@ LINGER_SECONDS = 2.0  # reading the unread rest of a refused body before closing
 # it: a thousand connections opened together then time out (and come back) over a second or more, not in one
 # burst of work that delays every review behind it (measured: docs/reliability.md).
 JITTER_FLOOR = 0.75
+OPEN_PATHS = ("/healthz", "/readyz", "/metrics")  # GET, no body: what the kubelet and Prometheus reach without a cert
+LARGE_BODY = 64 * 1024  # bytes: a Pod review is a few kilobytes (tens with managedFields); past this: the large turn
+LARGE_PIECE = 64 * 1024  # bytes of a large body read between two pauses
+LARGE_PAUSE = 0.002  # seconds of a pause: at most 32 MB/s for a large body, and the loop polls in between
 
 
 def _jittered(seconds: float) -> float:
@@ -78,10 +90,17 @@ class _DeadlineBody:
     client sending a byte just before each per-recv time-out would never trip one.
     """
 
-    def __init__(self, body, deadline: float):
-        self._body, self._deadline = body, deadline
+    def __init__(self, body, deadline: float, large: bool = False):
+        self._body, self._deadline, self._large = body, deadline, large
+        self._unpaused = 0  # bytes read since the last pause
+        self._ended = False
 
     def _call(self, method, *args):
+        # A body read to its end waits for nothing: gunicorn reads it once more (b"") when the next request comes on
+        # the connection, maybe long after this deadline, and a time-out there closed a healthy keep-alive
+        # connection with the new request unread (the API server saw a reset; tests/test_server_hostile.py).
+        if self._ended:
+            return method(*args)
         remaining = self._deadline - time.monotonic()
         if remaining <= 0:
             raise socket.timeout("request body not received within the body time-out")
@@ -89,7 +108,15 @@ class _DeadlineBody:
             return method(*args)
 
     def read(self, size=None):
-        return self._call(self._body.read, size)
+        data = self._call(self._body.read, size)
+        if not data and size != 0:
+            self._ended = True
+        if self._large:
+            self._unpaused += len(data)
+            if self._unpaused >= LARGE_PIECE:  # a piece of a large body read: the loop serves the others first
+                self._unpaused = 0
+                gevent.sleep(LARGE_PAUSE)
+        return data
 
     def readline(self, size=None):
         return self._call(self._body.readline, size)
@@ -105,6 +132,19 @@ class _DeadlineBody:
         if not line:
             raise StopIteration
         return line
+
+
+def _is_large(req) -> bool:
+    """Whether a request's body is over LARGE_BODY, or of a length not known before it is read (chunked)."""
+    for name, value in req.headers:
+        if name == "TRANSFER-ENCODING":
+            return True
+        if name == "CONTENT-LENGTH":
+            try:
+                return int(value) > LARGE_BODY
+            except ValueError:
+                return True
+    return False
 
 
 class _Closed(Exception):
@@ -125,6 +165,7 @@ class AdmissionWorker(GeventWorker):
 
     def init_process(self):
         self.limits = serving.worker_options()
+        self.large_turn = None  # made in the worker's own loop (run), after the fork
         util.write_error = _json_error  # in this worker process only
         super().init_process()
 
@@ -204,22 +245,43 @@ class AdmissionWorker(GeventWorker):
             if req is None:
                 raise _Closed("header-timeout")
             first = False
+            if self.limits.client_ca_file and req.path not in OPEN_PATHS and not tls.getpeercert():
+                # Reviews only from the API server (its admission kubeconfig's client certificate): anyone else is
+                # answered before a byte of the body is read, and the connection closes. Everything but the exact
+                # paths of the probes and metrics needs one (a percent-encoded /validate is /validate to Flask).
+                _json_error(tls, 403, "Forbidden", "a client certificate is required for reviews")
+                raise _Closed("no-client-cert")
             served += 1
             if served >= self.limits.keepalive_requests:
                 req.must_close = True  # answered with "Connection: close"; the client opens a new one
-            deadline = time.monotonic() + self.limits.body_timeout
-            req.body = _DeadlineBody(req.body, deadline)
+            large = _is_large(req)
+            turn = self._large_turn() if large else None
+            if turn is not None:
+                turn.acquire()  # one large review at a time in this worker; the body is read when its turn comes
             try:
-                # AsyncWorker's: it says whether the connection stays open (GeventWorker's drops the answer)
-                keep = AsyncWorker.handle_request(self, listener_name, req, tls, addr)
-            except StopIteration:
-                keep = False
+                deadline = time.monotonic() + self.limits.body_timeout
+                req.body = _DeadlineBody(req.body, deadline, large)
+                try:
+                    # AsyncWorker's: it says whether the connection stays open (GeventWorker's drops the answer)
+                    keep = AsyncWorker.handle_request(self, listener_name, req, tls, addr)
+                except StopIteration:
+                    keep = False
+            finally:
+                if turn is not None:
+                    turn.release()
             if not keep or req.should_close():
                 self._linger(parser, tls)
                 raise _Closed("done")
             if not parser.finish_body(deadline=time.monotonic() + LINGER_SECONDS, max_bytes=self._drain_cap()):
                 self._linger(parser, tls)
                 raise _Closed("body-unread")
+
+    def _large_turn(self):
+        if self.large_turn is None:
+            from gevent.lock import BoundedSemaphore
+
+            self.large_turn = BoundedSemaphore(1)
+        return self.large_turn
 
     def _drain_cap(self) -> int:
         return 2 * serving.current_max_body()

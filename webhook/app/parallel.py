@@ -103,11 +103,14 @@ def rebuild(resource: Resource, data: tuple) -> Evaluation:
 MIN_BYTES_PER_JOB = 128 * 1024
 _DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
 # Every kind model/facts.py's OfflineFacts reads (tests/test_parallel_files.py: the workers' answer is one process's).
+# A document naming a ResourceClaim is a fact too: who else uses that claim (untrusted-gpu-isolation).
+_CLAIM_USER = "resourceClaimName"
 _FACT_NAMES = ("Namespace", "ResourceQuota", "PriorityClass", "RuntimeClass", "HorizontalPodAutoscaler",
-               "ScaledObject", "ConfigMap", "Secret", "Node", "LocalQueue", "PodGroup")
+               "ScaledObject", "ConfigMap", "Secret", "Node", "LocalQueue", "PodGroup", "ResourceClaim",
+               _CLAIM_USER)
 _FACT_KIND = re.compile(r"""\bkind["']?\s*:\s*(?:!!str\s+)?["']?"""
                         r"""(Namespace|ResourceQuota|PriorityClass|RuntimeClass|HorizontalPodAutoscaler"""
-                        r"""|ScaledObject|ConfigMap|Secret|Node|LocalQueue|PodGroup)\b""")
+                        r"""|ScaledObject|ConfigMap|Secret|Node|LocalQueue|PodGroup|ResourceClaim|ResourceClaimTemplate)\b""")
 
 
 def _fact_documents(text: str, path: str) -> list[Resource]:
@@ -115,13 +118,13 @@ def _fact_documents(text: str, path: str) -> list[Resource]:
 
     Files that hold a Namespace usually hold the workload too: loading only the
     documents the kind scan hits (split at `---` lines, which cannot occur inside
-    a document) spares the parent most of the YAML. Positions do not matter here:
+    a document), and those naming a ResourceClaim (its users), spares the parent most of the YAML. Positions do not matter here:
     facts are read, never reported on.
     """
     bounds = [0] + [match.start() for match in _DOCUMENT_START.finditer(text)] + [len(text)]
     out: list[Resource] = []
     for begin, end in zip(bounds, bounds[1:]):
-        if end > begin and _FACT_KIND.search(text, begin, end):
+        if end > begin and (_FACT_KIND.search(text, begin, end) or text.find(_CLAIM_USER, begin, end) >= 0):
             out += load_text(text[begin:end], path).resources
     return out
 

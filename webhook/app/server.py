@@ -28,6 +28,7 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge
 
 from webhook.app import admission
+from webhook.inputs import bounds
 from webhook.inputs import review as reviews
 from webhook.inputs.sources import collector_paused
 from webhook.outputs import response as responses
@@ -47,6 +48,8 @@ class Settings:
     budget_seconds: float = DEFAULT_BUDGET_SECONDS
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     on_timeout: str = "deny"  # deny | allow: what /validate answers when the budget is spent
+    max_nodes: int = bounds.MAX_NODES  # JSON values and keys per review, counted before decoding (inputs/bounds.py)
+    max_containers: int = bounds.MAX_CONTAINERS  # containers per object, counted before the engine
 
 
 class EngineSource:
@@ -124,6 +127,11 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
             except ClientDisconnected:  # the server's body time-out, or the client went away mid-body
                 return bad(endpoint, 400, "request body incomplete: the client stopped sending or was too slow",
                            "body-incomplete")
+            # The cost bound (inputs/bounds.py): an absurd shape is refused before it is decoded or evaluated, so
+            # that it costs milliseconds and little memory, not the worker's whole budget.
+            problem = bounds.body_problem(body, settings.max_nodes)
+            if problem is not None:
+                return refused(endpoint, body, problem, started)
             # Python's cyclic collector is paused from parsing to the outcome. A review's objects die by reference
             # counting; a huge one (30,000 containers: 600,000 maps, a working copy, findings) set off 5-8 full
             # collections of up to 0.19 s each, a third of its budget, and one landing after the deadline made
@@ -134,7 +142,11 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
                     parsed = reviews.parse(body)
                 except reviews.ReviewError as exc:
                     return bad(endpoint, exc.status, exc.reason, "invalid-review")
-                outcome = _evaluate(endpoint, parsed, started)
+                problem = bounds.shape_problem(parsed, body, settings.max_containers)
+                if problem is not None:
+                    outcome = responses.deny(parsed, f"aiadmit: {problem}", code=413, outcome="refused")
+                else:
+                    outcome = _evaluate(endpoint, parsed, started)
         except Exception as exc:  # the last line of defence: never a 500
             log.exception("internal error", extra={"fields": {"endpoint": endpoint}})
             metrics.internal_errors.labels(endpoint).inc()
@@ -147,6 +159,17 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
             _log(endpoint, outcome, seconds)
         except Exception:  # metrics and logs must not turn an answer into an error
             pass
+        return _json(outcome.body)
+
+    def refused(endpoint: str, body: bytes, problem: str, started: float) -> Response:
+        """A body refused unread: a review's denial when its uid is readable at its head, else HTTP 413."""
+        uid = bounds.head_uid(body)
+        if uid is None:
+            return bad(endpoint, 413, problem, "over-bound")
+        outcome = responses.deny({"uid": uid}, f"aiadmit: {problem}", code=413, outcome="refused")
+        seconds = time.perf_counter() - started
+        metrics.observe(endpoint, outcome, seconds)
+        _log(endpoint, outcome, seconds)
         return _json(outcome.body)
 
     def _evaluate(endpoint: str, parsed: dict, started: float) -> responses.Outcome:

@@ -68,13 +68,22 @@ TLS12_CIPHERS = ":".join([
 ])
 
 
-def server_context(cert_file: str, key_file: str) -> ssl.SSLContext:
-    """A server SSLContext for the pair: TLS 1.2 (AEAD suites only) and 1.3, no compression, no renegotiation."""
+def server_context(cert_file: str, key_file: str, client_ca_file: Optional[str] = None) -> ssl.SSLContext:
+    """A server SSLContext for the pair: TLS 1.2 (AEAD suites only) and 1.3, no compression, no renegotiation.
+
+    With `client_ca_file`, a client certificate is asked for and, when one is sent, verified against those CAs
+    (a certificate that does not verify ends the handshake). It stays optional at the TLS level: the kubelet's
+    probes and Prometheus present none. The worker then refuses every path but the probes' and /metrics to a
+    connection without one, before reading the body (gworker.py).
+    """
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.options |= ssl.OP_NO_COMPRESSION | ssl.OP_CIPHER_SERVER_PREFERENCE | ssl.OP_NO_RENEGOTIATION
     context.set_ciphers(TLS12_CIPHERS)
     context.load_cert_chain(certfile=cert_file, keyfile=key_file)
+    if client_ca_file:
+        context.load_verify_locations(cafile=client_ca_file)
+        context.verify_mode = ssl.CERT_OPTIONAL
     return context
 
 
@@ -82,21 +91,26 @@ class TLSFiles:
     """The current SSLContext of a certificate/key pair, rebuilt when the files change."""
 
     def __init__(self, cert_file: str, key_file: str, interval: float = 5.0,
-                 on_reload: Optional[Callable[[str], None]] = None):
+                 on_reload: Optional[Callable[[str], None]] = None, client_ca_file: Optional[str] = None):
         self.cert_file, self.key_file, self.interval = cert_file, key_file, interval
+        self.client_ca_file = client_ca_file
         self.on_reload = on_reload or (lambda outcome: None)
         self._lock = threading.Lock()
         self._checked = time.monotonic()
-        self._signature = _signature([cert_file, key_file])
+        self._signature = _signature(self._files())
         self._context = self._build()  # raises CertError: a server must not start without a usable pair
         self.pid = os.getpid()
+
+    def _files(self) -> list[str]:
+        return [self.cert_file, self.key_file] + ([self.client_ca_file] if self.client_ca_file else [])
 
     def _build(self) -> ssl.SSLContext:
         read_pair(self.cert_file, self.key_file)  # clear errors (file, mismatch) before OpenSSL's terse ones
         try:
-            return server_context(self.cert_file, self.key_file)
+            return server_context(self.cert_file, self.key_file, self.client_ca_file)
         except (ssl.SSLError, OSError) as exc:
-            raise CertError(f"{self.cert_file}/{self.key_file}: {exc}") from None
+            files = "/".join(self._files())
+            raise CertError(f"{files}: {exc}") from None
 
     def context(self) -> ssl.SSLContext:
         if time.monotonic() - self._checked >= self.interval:
@@ -107,7 +121,7 @@ class TLSFiles:
         """Reload if the files changed; True when a new context was installed."""
         with self._lock:
             self._checked = time.monotonic()
-            signature = _signature([self.cert_file, self.key_file])
+            signature = _signature(self._files())
             if signature == self._signature:
                 return False
             self._signature = signature
@@ -137,6 +151,9 @@ class ServeOptions:
     reload_interval: float = 5.0
     budget_seconds: float = 8.0
     max_body_bytes: int = 6 * 1024 * 1024
+    client_ca_file: Optional[str] = None  # reviews only from clients with a certificate these CAs signed
+    max_review_nodes: int = 200_000  # the review bounds (inputs/bounds.py)
+    max_containers: int = 500
     on_timeout: str = "deny"
     graceful_timeout: float = 25.0
     context_files: list[str] = field(default_factory=list)
@@ -250,7 +267,8 @@ def build_app(options: ServeOptions):
     engine = Engine.load(options.policies or None, options.config, options.own_namespace).prepare()
     source = EngineSource(engine, build_facts(options))
     settings = Settings(budget_seconds=options.budget_seconds, max_body_bytes=options.max_body_bytes,
-                        on_timeout=options.on_timeout)
+                        on_timeout=options.on_timeout, max_nodes=options.max_review_nodes,
+                        max_containers=options.max_containers)
     app = create_app(source, metrics, settings)
     PolicyReloader(options, source, metrics).start()
     _WORKER["metrics"] = metrics
@@ -279,7 +297,8 @@ def worker_tls() -> TLSFiles:
             if _WORKER.get("metrics") is not None:
                 _WORKER["metrics"].cert_reloads.labels(outcome).inc()
 
-        tls = _WORKER["tls"] = TLSFiles(options.cert_file, options.key_file, options.reload_interval, counted)
+        tls = _WORKER["tls"] = TLSFiles(options.cert_file, options.key_file, options.reload_interval, counted,
+                                        options.client_ca_file)
     return tls
 
 
@@ -338,7 +357,7 @@ def run(options: ServeOptions) -> int:
 def _run(options: ServeOptions) -> int:
     from gunicorn.app.base import BaseApplication
 
-    TLSFiles(options.cert_file, options.key_file)  # raises CertError with the file named
+    TLSFiles(options.cert_file, options.key_file, client_ca_file=options.client_ca_file)  # CertError, file named
     from webhook.engine.core import Engine
 
     Engine.load(options.policies or None, options.config, options.own_namespace)  # raises with every problem

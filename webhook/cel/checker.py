@@ -79,6 +79,7 @@ class Checker:
         self.positions = positions
         self.kubernetes = kubernetes  # Kubernetes' literal validators too (cel/strictness.py), not only cel-go's
         self.exempt = 0  # inside a format() call: its literals need not be homogeneous
+        self.param_values: dict = {}  # the policy's params (constants at load): patterns they feed are checked
         self.declarations = declarations
         self.lenient = lenient  # every undeclared free name is a dyn variable (the API without a level)
         self.functions = functions
@@ -349,6 +350,12 @@ class Checker:
                     function.check_pattern(argument[1])
                 except Exception as exc:  # what RE2 rejects (look-behind, back-references) fails the load
                     raise self.fail(argument, str(exc)) from None
+            elif argument[0] == "select" and argument[1] == ("ident", "params") and "params" not in scope \
+                    and type(self.param_values.get(argument[2])) is str:
+                try:  # a param is a constant once the config is loaded: checked as the literal it becomes
+                    function.check_pattern(self.param_values[argument[2]])
+                except Exception as exc:
+                    raise self.fail(argument, f"param {argument[2]}: {exc}") from None
         if function.result is None and name in ("sum", "min", "max") and isinstance(kinds[0], tuple):
             return kinds[0][1]
         return function.result if function.result is not None else DYN
@@ -388,12 +395,14 @@ class Checker:
 
 
 def check(tree: tuple, positions: Mapping[int, int], declarations: Optional[Mapping[str, Any]],
-          functions: Mapping[str, Any], lenient: bool = False, kubernetes: bool = True) -> Checker:
+          functions: Mapping[str, Any], lenient: bool = False, kubernetes: bool = True,
+          params: Optional[Mapping[str, Any]] = None) -> Checker:
     """Check a parsed tree; CheckError (with the offset) on the first problem. The Checker says what it read."""
     if depth(tree) > MAX_DEPTH:
         raise CheckError(f"expression nested deeper than {MAX_DEPTH} levels: split it (variables, or several rules)",
                          0)
     checker = Checker(positions, declarations or {}, functions, lenient, kubernetes)
+    checker.param_values = dict(params or {})
     kind = checker.check(tree)
     checker.type = strict.plain(kind)  # as a recorded check gives it
     return checker

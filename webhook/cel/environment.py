@@ -217,7 +217,7 @@ def checked(source: str, params: Optional[dict], declarations: Optional[Mapping[
     if params is not None:
         declarations["params"] = params_type(params)
     try:
-        checker = check(tree, positions, declarations, LIBRARY, lenient, kubernetes)
+        checker = check(tree, positions, declarations, LIBRARY, lenient, kubernetes, params)
         kind = checker.type
         costs.estimate(tree, positions, params or {}, limits)
     except CheckError as exc:

@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from webhook.cel.environment import Activation
 from webhook.cel.runtime import Variables
+from webhook.k8s import dra
 from webhook.k8s.workload import (Classification, Container, PodTemplate, ShapeError, Workload, build_workload,
                                   template_devices)
 from webhook.model.facts import ClusterFacts
@@ -40,6 +41,7 @@ class Scope:
     # share the binding, so it is made once, not once per policy.
     entered: Optional[tuple] = None
     reads: Optional[tuple] = None  # (variables, cluster facts) the chosen policies read, when the engine knows them
+    claims: Any = False  # the namespace's DRA claims as the facts know them (None: unknown); False: not asked yet
 
 
 def bind_resource(context: Activation, scope: Scope, chosen: list, classification: Classification,
@@ -86,6 +88,10 @@ def bind_resource(context: Activation, scope: Scope, chosen: list, classificatio
         labels = scope.facts.namespace_labels(resource.namespace) if resource.namespace else None
         context["namespaceObject"] = None if labels is None else {
             "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": resource.namespace, "labels": labels}}
+    if "claimDevices" in variables:
+        # a ResourceClaim or ResourceClaimTemplate under review: what it asks for, as a pod's claims are read
+        context["claimDevices"] = dra.requests(dra.claim_devices(resource.obj), classification.device_classes) \
+            if resource.group == "resource.k8s.io" and resource.kind in (dra.CLAIM, dra.TEMPLATE) else []
     if "cluster" in variables and scope.cluster is not None:
         context["cluster"] = {k: v for k, v in scope.cluster.items() if v is not None}
     if "templates" in variables:
@@ -115,6 +121,8 @@ def enter(context: Activation, scope: Scope, template: Optional[PodTemplate], po
             if position not in scope.devices:
                 scope.devices[position] = template_devices(template, classification)
             context["templateDevices"] = scope.devices[position]
+        if "podResources" in scope.variables:
+            context["podResources"] = pod_resources(template)
     if container is not None:
         context["container"] = container.obj
         context["containerType"] = container.section
@@ -122,8 +130,20 @@ def enter(context: Activation, scope: Scope, template: Optional[PodTemplate], po
         context["injected"] = container.injected  # what the kind's operator mounts in it (kinds.yaml)
         if "envFrom" in scope.variables:
             context["envFrom"] = env_from(container.obj, scope)
+        if "claims" in scope.variables:
+            resources = container.obj.get("resources")
+            context["claims"] = dra.resolve(context.get("pod") or {}, container.obj, claim_facts(scope),
+                                            classification.device_classes, me(scope)) \
+                if resources and "claims" in resources else []
     elif "container" in context:  # a pod-level rule must not see the last template's container
         del context["container"], context["containerType"], context["containerName"], context["injected"]
+
+
+def pod_resources(template: PodTemplate) -> dict:
+    """The template's pod-level resources (`spec.resources`), {} where it has none: what rules read as
+    `podResources` (language/declarations.py says why not `pod.resources`)."""
+    found = template.spec.get("resources") if template.spec is not None else None
+    return found if isinstance(found, dict) else {}
 
 
 def bind_variables(context: Activation, policy: Any) -> None:
@@ -153,7 +173,34 @@ def cluster_facts(scope: Scope, needed: frozenset, classification: Classificatio
         cluster["localQueues"] = facts.local_queues(resource.namespace)
     if "podGroups" in needed:
         cluster["podGroups"] = facts.pod_groups(resource.namespace)
+    if "resourceClaims" in needed:
+        cluster["resourceClaims"] = claim_facts(scope)
     return cluster
+
+
+NO_CLAIMS: dict = {dra.CLAIM: {}, dra.TEMPLATE: {}, "users": {}}  # a resource whose pods name no claim knows them all
+
+
+def claim_facts(scope: Scope) -> Optional[dict]:
+    """The namespace's DRA claims, templates and their users as the facts know them, or None (unknown) unless
+    every claim and template the resource's pods name is among them (a rule about a claim's devices then skips)."""
+    if scope.claims is not False:
+        return scope.claims
+    if scope.workload is None or not any(t.spec and "resourceClaims" in t.spec for t in scope.workload.templates):
+        scope.claims = NO_CLAIMS
+        return NO_CLAIMS
+    named = [n for t in (scope.workload.templates if scope.workload else ()) if t.spec and "resourceClaims" in t.spec
+             for n in dra.named_objects(t.spec)]
+    known = scope.facts.resource_claims(scope.resource.namespace) if named else NO_CLAIMS
+    if known is not None and any(name not in known.get(kind, {}) for kind, name in named):
+        known = None
+    scope.claims = known
+    return known
+
+
+def me(scope: Scope) -> str:
+    """How `users` names the object under review ("Kind/name")."""
+    return f"{scope.resource.kind}/{scope.resource.name}"
 
 
 def _hpa_target(scope: Scope, classification: Classification) -> Optional[dict]:

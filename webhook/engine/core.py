@@ -228,7 +228,7 @@ class Engine:
         if entered is None or entered[0] is not template or entered[1] is not container:
             enter(context, scope, template, position, container, classification)
             scope.entered = (template, container)
-        if policy.named:
+        if policy.named and plan.binds:
             bind_variables(context, policy)
         target = container.obj if container else (template.spec if template else scope.resource.obj)
         for rule in rules:

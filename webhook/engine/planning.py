@@ -30,6 +30,9 @@ class Plan:
     needs: tuple = ()  # per rule, the bit mask of the checks it requires
     chosen: dict = field(default_factory=dict, compare=False)
     held: Optional[Callable] = field(default=None, compare=False)  # (obj, template, container) -> the checks' bits
+    # Some rule here reads the policy's named `variables`: only then are they bound (a policy whose container rules
+    # read none, image-digest, pays nothing per container for its pod-level ones).
+    binds: bool = True
 
     @classmethod
     def of(cls, policy: Policy, level: str, classes: frozenset, has_spec: bool) -> "Plan":
@@ -39,7 +42,8 @@ class Plan:
         checks = tuple(dict.fromkeys(check for rule in rules for check in rule.presence))
         needs = tuple(sum(1 << checks.index(check) for check in set(rule.presence)) for rule in rules)
         return cls(rules=rules, guarded=bool(checks), checks=checks, needs=needs,
-                   held=_held(checks) if checks else None)
+                   held=_held(checks) if checks else None,
+                   binds=any("variables" in rule.variables for rule in rules))
 
     def active(self, obj: dict, template: Optional[PodTemplate], container: Optional[Container]) -> tuple:
         """The rules whose has() guards hold on this object."""

@@ -44,6 +44,8 @@ KUEUE_GROUP, KUEUE_PLURAL, KUEUE_VERSIONS = "kueue.x-k8s.io", "localqueues", ("v
 # Kubernetes' PodGroups (gang scheduling): scheduling.k8s.io/v1beta1 in 1.37, v1alpha2 in 1.36; both off by default,
 # and an API server that serves neither has none (it drops a pod's schedulingGroup with the gate off, too).
 PODGROUP_GROUP, PODGROUP_PLURAL, PODGROUP_VERSIONS = "scheduling.k8s.io", "podgroups", ("v1beta1", "v1alpha2")
+# DRA claims and the templates pods make them from: resource.k8s.io/v1 (GA since 1.34, served by 1.35-1.37).
+DRA_API = "resource.k8s.io/v1"
 SHOWN_VALUE = 64  # characters of a ConfigMap value kept: a device variable's values are short words
 
 
@@ -89,6 +91,19 @@ def labels_projection(obj: dict) -> dict:
 def policy_projection(obj: dict) -> dict:
     """A PodGroup as gang-admission reads it: its name and scheduling policy."""
     return {"metadata": labels_projection(obj)["metadata"], "spec": {"schedulingPolicy": scheduling_policy(obj)}}
+
+
+def claim_projection(obj: dict) -> dict:
+    """A ResourceClaim or ResourceClaimTemplate as the DRA rules read it: its spec (what it asks for) and, of a
+    claim's status, only `reservedFor` (the pods using it now: who else holds a shared claim)."""
+    meta = obj.get("metadata") or {}
+    out = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
+           "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")}, "spec": obj.get("spec") or {}}
+    status = obj.get("status")
+    if isinstance(status, dict) and isinstance(status.get("reservedFor"), list):
+        out["status"] = {"reservedFor": [{"resource": r.get("resource"), "name": r.get("name")}
+                                         for r in status["reservedFor"] if isinstance(r, dict)]}
+    return out
 
 
 def configmap_projection(obj: dict) -> dict:
@@ -231,6 +246,9 @@ class LiveFacts:
                                  clock=clock, optional=True),
             "podgroups": Cache("podgroups", "PodGroup", f"{PODGROUP_GROUP}/{PODGROUP_VERSIONS[0]}", policy_projection,
                                clock=clock, optional=True),
+            "resourceclaims": Cache("resourceclaims", "ResourceClaim", DRA_API, claim_projection, clock=clock),
+            "resourceclaimtemplates": Cache("resourceclaimtemplates", "ResourceClaimTemplate", DRA_API,
+                                            claim_projection, clock=clock),
         }
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -275,6 +293,28 @@ class LiveFacts:
         return None if cache is None else {name: scheduling_policy(obj) for (ns, name), obj in cache.items.items()
                                            if ns == namespace}
 
+    def resource_claims(self, namespace: str) -> Optional[dict]:
+        """The namespace's claims and templates, and who uses each claim: the pods its status reserves it for, and
+        the Deployments and StatefulSets whose template names it (known only while all those caches are fresh)."""
+        claims, templates = self._fresh("resourceclaims"), self._fresh("resourceclaimtemplates")
+        workloads = [self._fresh(name) for name in TARGET_KINDS.values()]
+        if claims is None or templates is None or None in workloads:
+            return None
+        users: dict[str, list[str]] = {}
+        for (ns, name), obj in claims.items.items():
+            if ns == namespace:
+                users[name] = [f"{'Pod' if r.get('resource') == 'pods' else r.get('resource')}/{r.get('name')}"
+                               for r in (obj.get("status") or {}).get("reservedFor") or ()]
+        for cache in workloads:
+            for (ns, name), obj in cache.items.items():
+                pod = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+                for claim in pod.get("resourceClaims") or () if ns == namespace else ():
+                    if isinstance(claim, dict) and isinstance(claim.get("resourceClaimName"), str):
+                        users.setdefault(claim["resourceClaimName"], []).append(f"{obj.get('kind')}/{name}")
+        return {"ResourceClaim": {name: obj for (ns, name), obj in claims.items.items() if ns == namespace},
+                "ResourceClaimTemplate": {name: obj for (ns, name), obj in templates.items.items() if ns == namespace},
+                "users": users}
+
     def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]:
         resource = FOUND_KINDS.get(kind)
         cache = self._fresh(resource) if resource else None
@@ -292,23 +332,31 @@ class LiveFacts:
     def _sources(self) -> list[_Source]:
         from kubernetes import client
 
-        core = client.CoreV1Api(self.api_client)
-        apps = client.AppsV1Api(self.api_client)
+        def own() -> Any:
+            """A client (and connection pool) per watch thread, never shared: in `aiadmit serve` sockets are gevent's,
+            each bound to the OS thread that opened it, and a pooled connection handed to another thread fails
+            ("Cannot switch to a different thread"; seen in tests/e2e after the rotation test's burst)."""
+            return client.ApiClient(self.api_client.configuration) if self.api_client is not None else None
+
         return [
-            _Source(self.caches["namespaces"], core.list_namespace),
-            _Source(self.caches["resourcequotas"], core.list_resource_quota_for_all_namespaces),
-            _Source(self.caches["priorityclasses"], client.SchedulingV1Api(self.api_client).list_priority_class),
-            _Source(self.caches["runtimeclasses"], client.NodeV1Api(self.api_client).list_runtime_class),
-            _Source(self.caches["deployments"], apps.list_deployment_for_all_namespaces),
-            _Source(self.caches["statefulsets"], apps.list_stateful_set_for_all_namespaces),
-            _Source(self.caches["configmaps"], core.list_config_map_for_all_namespaces),
-            _Source(self.caches["nodes"], core.list_node),
+            _Source(self.caches["namespaces"], client.CoreV1Api(own()).list_namespace),
+            _Source(self.caches["resourcequotas"], client.CoreV1Api(own()).list_resource_quota_for_all_namespaces),
+            _Source(self.caches["priorityclasses"], client.SchedulingV1Api(own()).list_priority_class),
+            _Source(self.caches["runtimeclasses"], client.NodeV1Api(own()).list_runtime_class),
+            _Source(self.caches["deployments"], client.AppsV1Api(own()).list_deployment_for_all_namespaces),
+            _Source(self.caches["statefulsets"], client.AppsV1Api(own()).list_stateful_set_for_all_namespaces),
+            _Source(self.caches["configmaps"], client.CoreV1Api(own()).list_config_map_for_all_namespaces),
+            _Source(self.caches["nodes"], client.CoreV1Api(own()).list_node),
             _Source(self.caches["localqueues"],
-                    FirstServed(client.CustomObjectsApi(self.api_client).list_cluster_custom_object, KUEUE_GROUP,
+                    FirstServed(client.CustomObjectsApi(own()).list_cluster_custom_object, KUEUE_GROUP,
                                 KUEUE_VERSIONS, KUEUE_PLURAL)),
             _Source(self.caches["podgroups"],
-                    FirstServed(client.CustomObjectsApi(self.api_client).list_cluster_custom_object, PODGROUP_GROUP,
+                    FirstServed(client.CustomObjectsApi(own()).list_cluster_custom_object, PODGROUP_GROUP,
                                 PODGROUP_VERSIONS, PODGROUP_PLURAL)),
+            _Source(self.caches["resourceclaims"],
+                    client.ResourceV1Api(self.api_client).list_resource_claim_for_all_namespaces),
+            _Source(self.caches["resourceclaimtemplates"],
+                    client.ResourceV1Api(self.api_client).list_resource_claim_template_for_all_namespaces),
         ]
 
     def start(self) -> "LiveFacts":

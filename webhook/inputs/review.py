@@ -14,7 +14,9 @@ from webhook.model.resource import Origin, Resource
 API_VERSION = "admission.k8s.io/v1"
 SKIPPED_OPERATIONS = ("DELETE", "CONNECT")
 CHECKED_OPERATIONS = ("CREATE", "UPDATE")
-CHECKED_SUBRESOURCES = ("ephemeralcontainers",)  # of pods; every other subresource (status, scale, ...) is not
+# Of pods: kubectl debug's ephemeralcontainers, and in-place resize (GA in 1.35). Every other subresource (status,
+# scale, ...) is not checked.
+CHECKED_SUBRESOURCES = ("ephemeralcontainers", "resize")
 
 
 class ReviewError(Exception):

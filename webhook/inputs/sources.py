@@ -102,12 +102,16 @@ def collector_paused(freeze: bool = False):
             gc.enable()
 
 
-def load_paths(paths: Iterable[str], stdin_name: str = "<stdin>", freeze: bool = False) -> Loaded:
+def load_paths(paths: Iterable[str], stdin_name: str = "<stdin>", freeze: bool = False,
+               templates: bool = True) -> Loaded:
+    """Every object of the paths. `templates=False` for aiadmit's own files (policies, tests): there `{{ }}` is a
+    message template, not Helm's, so a YAML error in such a file is reported where it is, not skipped as a
+    template to render."""
     with collector_paused(freeze):
-        return _load_paths(paths, stdin_name)
+        return _load_paths(paths, stdin_name, templates)
 
 
-def _load_paths(paths: Iterable[str], stdin_name: str) -> Loaded:
+def _load_paths(paths: Iterable[str], stdin_name: str, templates: bool = True) -> Loaded:
     loaded = Loaded()
     for path in iter_manifest_files(paths):
         if path == "-":
@@ -124,7 +128,7 @@ def _load_paths(paths: Iterable[str], stdin_name: str) -> Loaded:
             loaded.errors.append(InputError(name, 0, "empty input: no YAML document in it (did the command that "
                                                      "should have written it fail?)"))
             continue
-        loaded.extend(load_text(text, name))
+        loaded.extend(load_text(text, name, templates))
     return loaded
 
 
@@ -137,8 +141,11 @@ def is_empty(text: str) -> bool:
     return True
 
 
-def read_text(path: str) -> tuple[Optional[str], Optional[InputError]]:
+def read_text(path: str, newline: Optional[str] = None) -> tuple[Optional[str], Optional[InputError]]:
     """(a manifest file's text, None), or (None, the error that names it) when it cannot be read as UTF-8.
+
+    `newline` is `open`'s: the audit reads universal newlines, the fixer (`newline=""`) keeps a file's own line
+    endings so that what it writes back differs only where it fixed something.
 
     Only regular files are read. A FIFO (or a device, or a socket) named `*.yaml` would block the reader forever
     or never end: it is opened without blocking, found not to be a regular file by the descriptor itself (so
@@ -155,7 +162,7 @@ def read_text(path: str) -> tuple[Optional[str], Optional[InputError]]:
             return None, InputError(path, 0, f"not a regular file ({_file_type(mode)}): skipped")
         if hasattr(os, "set_blocking"):
             os.set_blocking(descriptor, True)
-        with open(descriptor, encoding="utf-8", closefd=True) as handle:
+        with open(descriptor, encoding="utf-8", newline=newline, closefd=True) as handle:
             return handle.read(), None
     except (OSError, UnicodeDecodeError) as exc:
         return None, InputError(path, 0, f"cannot read file: {exc}")
@@ -173,8 +180,8 @@ def looks_templated(text: str) -> bool:
     return "{{" in text and "}}" in text
 
 
-def load_text(text: str, filename: str) -> Loaded:
-    """Every Kubernetes object in a (multi-document) YAML or JSON text."""
+def load_text(text: str, filename: str, templates: bool = True) -> Loaded:
+    """Every Kubernetes object in a (multi-document) YAML or JSON text (`templates`: see load_paths)."""
     global _memo_fill
     loaded = Loaded()
     _memo_fill += len(text)
@@ -208,8 +215,10 @@ def load_text(text: str, filename: str) -> Loaded:
             _collect(data, node, filename, index, loaded)
             index += 1
     except yaml.YAMLError as exc:
-        if looks_templated(text):
-            loaded.skipped.append(InputError(filename, _mark_line(exc), "template (contains '{{ }}'): render it first"))
+        if templates and looks_templated(text):
+            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+            loaded.skipped.append(InputError(filename, _mark_line(exc), "template (contains '{{ }}'): render it first",
+                                             mark.column + 1 if mark is not None else 0))
         else:
             loaded.errors.append(_yaml_error(filename, exc))
     finally:

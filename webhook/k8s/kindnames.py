@@ -41,6 +41,13 @@ def _groups(path: str = KINDS_FILE) -> dict[str, tuple[bool, frozenset, frozense
     return out
 
 
+@lru_cache(maxsize=None)
+def known_kinds(path: str = KINDS_FILE) -> frozenset:
+    """Every kind the table names, in any group: what a policy's `match.kinds` may say without
+    `unknownKinds: allow`."""
+    return frozenset().union(*(pods | other for _, pods, other in _groups(path).values()))
+
+
 def holds_no_pods(group: str, kind: str) -> bool:
     """Whether the table knows this kind as one without pod templates (not searched by shape)."""
     found = _groups().get(group)

@@ -17,6 +17,7 @@ from webhook.model.quantity import parse_quantity
 from webhook.model.resource import Resource
 from webhook.k8s.containers import (ShapeError, check_list_of_maps, check_metadata, copied_metadata, injected,
                                    readable)
+from webhook.k8s.dra import IMPLICIT_PREFIX, undeclared
 from webhook.k8s.kindnames import KINDS_FILE, table_data
 from webhook.k8s.shape import TooLarge, searchable, template_entries, unlisted_name
 
@@ -153,17 +154,26 @@ class Classification:
         "nvidia.com/gpu", "nvidia.com/mig-*", "nvidia.com/gpu.shared", "amd.com/gpu", "gpu.intel.com/*",
         "habana.ai/*", "aws.amazon.com/neuron*", "google.com/tpu",
     )
+    # DRA device classes whose devices are accelerators (globs): a claim of any other class (a NIC, an IMEX channel)
+    # holds no accelerator. A DeviceClass's implicit extended resource (deviceclass.resource.kubernetes.io/<class>)
+    # is an accelerator when its class is one.
+    device_classes: tuple[str, ...] = (
+        "gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com", "gpu.amd.com", "gpu.intel.com", "*.gpu.intel.com",
+        "neuron.aws.com", "tpu.google.com",
+    )
     tier_label: str = "aiadmit.dev/tier"
     role_label: str = "aiadmit.dev/role"
     notebook_label: str = "notebook-name"
     notebooks_are_untrusted: bool = True
 
     def is_accelerator(self, resource_name: str) -> bool:
-        return _matches_accelerator(resource_name, self.accelerators)
+        return _matches_accelerator(resource_name, self.accelerators, self.device_classes)
 
 
 @lru_cache(maxsize=1024)
-def _matches_accelerator(name: str, patterns: tuple[str, ...]) -> bool:
+def _matches_accelerator(name: str, patterns: tuple[str, ...], device_classes: tuple[str, ...]) -> bool:
+    if name.startswith(IMPLICIT_PREFIX):  # a DeviceClass's own extended resource: an accelerator if its class is one
+        return any(fnmatch.fnmatchcase(name[len(IMPLICIT_PREFIX):], p) for p in device_classes)
     return any(fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
@@ -233,6 +243,7 @@ def _locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], droppe
             if spec.copies:
                 metadata = copied_metadata(obj, base, spec.copies, metadata)
             containers = []
+            claimed = False  # some container names a DRA claim (resources.claims)
             if pod_spec is not None:
                 for section in ("initContainers", "containers", "ephemeralContainers"):
                     items = pod_spec.get(section)
@@ -249,9 +260,14 @@ def _locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], droppe
                             tick()
                         pointer = at + str(position)
                         view = readable(item, pointer, _NO_RENAME, errors, dropped)
+                        resources = view.get("resources")
+                        if resources and "claims" in resources:
+                            claimed = True
                         containers.append(Container(view, pointer, section, _NO_RENAME,
                                                     injected(spec.injects, section, position, view)
                                                     if spec.injects else []))
+                if claimed or "resourceClaims" in pod_spec:
+                    errors.extend(undeclared(pod_spec, [(c.pointer, c.obj) for c in containers]))
                 volumes = pod_spec.get("volumes")
                 if volumes is not None:
                     try:

@@ -77,29 +77,49 @@ for _level in _declarations.LEVELS.values():
 _DEFAULT_LIMITS = json.dumps(list(dataclasses.astuple(Limits())))
 
 
-class _Last:
-    """The last params and declarations spelt out, kept with the objects (one policy's expressions share them)."""
+# Spelt-out parts of a key, by the identity of the object spelt (kept alive here, so an id is never reused while its
+# entry stands). A bundle has a few hundred distinct params and declaration mappings, each shared by many
+# expressions but not always in a row: spelling each once instead of once per change of object was a fifth of a
+# bundle load (bench/RESULTS.md, issue 25). Like the single "last" memo this replaces, it trusts that params and
+# declarations are not changed in place once compiling has begun; bounded, and emptied when full.
+_SPELT_PARTS: dict[tuple[str, int], tuple[Any, str]] = {}
+_MAX_PARTS = 2048
+_dumps = json.dumps
 
-    params: Any = None
-    params_text = ""
-    declarations: Any = None
-    declarations_text = ""
-    limits: Any = None
-    limits_text = _DEFAULT_LIMITS
+
+def _part(kind: str, value: Any, spell: Any) -> str:
+    """`json.dumps(spell(value))`: the JSON string of one part of the key, memoised by the value's identity."""
+    found = _SPELT_PARTS.get((kind, id(value)))
+    if found is not None and found[0] is value:
+        return found[1]
+    text = _dumps(spell(value))
+    if len(_SPELT_PARTS) >= _MAX_PARTS:
+        _SPELT_PARTS.clear()
+    _SPELT_PARTS[(kind, id(value))] = (value, text)
+    return text
+
+
+def _params_text(params: Optional[dict]) -> str:
+    return json.dumps(params, sort_keys=True, default=repr)
+
+
+def _declarations_text(declarations: Optional[Mapping[str, Any]]) -> str:
+    if declarations is None:
+        return "(any name)"
+    return "\0".join(f"{name}={_spelt(declarations[name])}" for name in sorted(declarations))
+
+
+def _limits_text(limits: Any) -> str:
+    return json.dumps(list(dataclasses.astuple(limits))) if limits is not None else _DEFAULT_LIMITS
 
 
 def key(source: str, params: Optional[dict], declarations: Optional[Mapping[str, Any]], limits: Any) -> str:
-    """The digest of everything a check of `source` depends on."""
-    if params is not _Last.params:
-        _Last.params, _Last.params_text = params, json.dumps(params, sort_keys=True, default=repr)
-    if declarations is not _Last.declarations:
-        text = "\0".join(f"{name}={_spelt(declarations[name])}" for name in sorted(declarations)) \
-            if declarations is not None else "(any name)"
-        _Last.declarations, _Last.declarations_text = declarations, text
-    if limits is not _Last.limits and limits is not None:  # None: the defaults
-        _Last.limits, _Last.limits_text = limits, json.dumps(list(dataclasses.astuple(limits)))
-    whole = json.dumps([checker_identity(), source, _Last.params_text, _Last.declarations_text,
-                        _Last.limits_text if limits is not None else _DEFAULT_LIMITS])
+    """The digest of everything a check of `source` depends on: sha256 of the JSON list [checker identity,
+    source, params, declarations, limits] (each spelt as text; tests/test_celrecord.py holds the formula),
+    assembled from the JSON strings of its parts."""
+    whole = "".join(("[", _dumps(checker_identity()), ", ", _dumps(source), ", ",
+                     _part("p", params, _params_text), ", ", _part("d", declarations, _declarations_text), ", ",
+                     _part("l", limits, _limits_text), "]"))
     return hashlib.sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -53,18 +53,27 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         params[key] = value
     problems: list[tuple] = []
     portable = _portability(doc, problems)
-    named, levels = _variables(doc, params, checks, problems, limits, portable)
+    broken: set[str] = set()  # variables that did not compile: what reads them is not reported again
+    named, levels = _variables(doc, params, checks, problems, limits, portable, broken)
 
-    def visible(level: str) -> Optional[Struct]:
-        return visible_variables(named, levels, level)
+    declared: dict[str, dict] = {}
+
+    def declarations(level: str) -> dict:
+        """The level's declarations with the variables visible there: one mapping per level, shared by every
+        expression of the policy (the record's key spells each mapping once: language/celrecord.py)."""
+        found = declared.get(level)
+        if found is None:
+            found = declared[level] = for_level(level, visible_variables(named, levels, level))
+        return found
 
     def expression(text: Optional[str], where: str, level: str, name: str) -> Optional[Expression]:
         if text is None:
             return None
         try:
-            return Expression(text, params, checks, for_level(level, visible(level)), limits, portable=portable)
+            return Expression(text, params, checks, declarations(level), limits, portable=portable)
         except CelError as exc:
-            problems.append((where, f"{name}: CEL does not compile: {exc.message}", exc.offset))
+            if not reads_broken(text, broken):
+                problems.append((where, f"{name}: CEL does not compile: {exc.message}", exc.offset))
             return None
 
     def reads(found: frozenset, by_name: frozenset) -> frozenset:
@@ -79,20 +88,22 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         if level not in ("object", "pod", "container"):
             level = doc["target"]
         try:
-            message = Template(raw.get("message", ""), params, checks, for_level(level, visible(level)), limits,
+            message = Template(raw.get("message", ""), params, checks, declarations(level), limits,
                                portable)
         except CelError as exc:
-            problems.append((f"{where}/message", f"rule {raw['name']}: CEL in message does not compile: "
-                                                 f"{exc.message}", exc.offset))
+            if not reads_broken(raw.get("message"), broken):
+                problems.append((f"{where}/message", f"rule {raw['name']}: CEL in message does not compile: "
+                                                     f"{exc.message}", exc.offset))
             continue
         if "messageExpression" in raw:
             try:
-                message = MessageExpression(raw["messageExpression"], params, checks, for_level(level, visible(level)),
+                message = MessageExpression(raw["messageExpression"], params, checks, declarations(level),
                                             limits, fallback=message if raw.get("message") else None,
                                             portable=portable)
             except CelError as exc:
-                problems.append((f"{where}/messageExpression", f"rule {raw['name']}: messageExpression does not "
-                                                               f"compile: {exc.message}", exc.offset))
+                if not reads_broken(raw["messageExpression"], broken):
+                    problems.append((f"{where}/messageExpression", f"rule {raw['name']}: messageExpression does "
+                                                                   f"not compile: {exc.message}", exc.offset))
                 continue
             if message.expression.type not in ("string", "dyn"):
                 problems.append((f"{where}/messageExpression", f"rule {raw['name']}: messageExpression must be a "
@@ -151,6 +162,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     for position, name in enumerate(names):
         if names.index(name) != position:
             problems.append((f"/rules/{position}/name", f"rule name {name!r} is used twice"))
+    problems += _unknown_kinds(doc.get("match") or {})
     if problems:
         raise Problems(problems)
 
@@ -191,6 +203,28 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             if "variables" in expression.variables:
                 expression.inline = sources
     return policy
+
+
+def _unknown_kinds(raw_match: dict) -> list[tuple]:
+    """A kind in match.kinds/excludeKinds that the kinds table does not know would silently match nothing (a
+    misspelling) unless the author says it is a CRD kind aiadmit does not list (`unknownKinds: allow`)."""
+    if raw_match.get("unknownKinds") == "allow":
+        return []
+    from difflib import get_close_matches
+
+    from webhook.k8s.kindnames import known_kinds
+
+    known, problems = known_kinds(), []
+    for key in ("kinds", "excludeKinds"):
+        for position, kind in enumerate(raw_match.get(key) or ()):
+            if kind in known:
+                continue
+            close = get_close_matches(kind, sorted(known), n=1, cutoff=0.6) or \
+                [k for k in sorted(known) if k.lower() == str(kind).lower()]
+            hint = f": did you mean {close[0]!r}?" if close else ""
+            problems.append((f"/match/{key}/{position}", f"kind {kind!r} is not a kind aiadmit knows{hint} (a "
+                             f"custom resource kind the kinds table does not list: set match.unknownKinds: allow)"))
+    return problems
 
 
 def visible_variables(named: dict, levels: dict, level: str) -> Optional[Struct]:
@@ -253,7 +287,7 @@ def _portability(doc: dict, problems: list):
 
 
 def _variables(doc: dict, params: dict, checks: Checks, problems: list,
-               limits: Optional[Limits], portable) -> tuple[dict, dict]:
+               limits: Optional[Limits], portable, broken: set) -> tuple[dict, dict]:
     """The policy's named `variables`, in order: each checked at the shallowest level it needs (object, pod, then
     the policy's target), reading the earlier ones as `variables.NAME`. (name -> Expression, name -> level)"""
     order = ("object", "pod", "container")
@@ -277,8 +311,19 @@ def _variables(doc: dict, params: dict, checks: Checks, problems: list,
             except CelError as exc:  # a copy, not `exc`: its traceback holds this frame, a cycle that kept the
                 error = CelError(exc.message, exc.offset)  # callers' frames (an audit's findings) alive until gc
         else:
-            problems.append((where, f"variable {name}: CEL does not compile: {error.message}", error.offset))
+            if not reads_broken(raw["expression"], broken):  # else its error follows from the earlier one
+                problems.append((where, f"variable {name}: CEL does not compile: {error.message}", error.offset))
+            broken.add(name)
     return named, levels
+
+
+_NAMED = re.compile(r"\bvariables\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def reads_broken(text, broken: set) -> bool:
+    """Whether an expression reads a variable that did not compile: its own error would be a follow-on of that
+    one (`variables has no field ...`, `undeclared reference to 'variables'`), reported once at the root cause."""
+    return bool(broken) and isinstance(text, str) and any(name in broken for name in _NAMED.findall(text))
 
 
 class Problems(Exception):

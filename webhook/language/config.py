@@ -76,6 +76,8 @@ class Config:
     trusted_controllers: tuple[str, ...] = ()  # userInfo.username globs (webhook only, see docs/webhook.md)
     policies: dict[str, PolicySettings] = field(default_factory=dict)
     exceptions: tuple[PolicyException, ...] = ()
+    # `inTree.skipExported`: the Kubernetes version whose exported policies the API server runs, or None
+    in_tree: Optional[str] = None
     cel_limits: Limits = field(default_factory=Limits)  # the static CEL cost estimate's bounds (`celLimits`)
     source: str = "<defaults>"
     _excluded: dict = field(default_factory=dict, repr=False, compare=False)
@@ -99,7 +101,7 @@ def _read(path: str, checks: Optional[Checks]) -> tuple[dict, list[str]]:
     text, error = read_text(path)  # regular files only: a FIFO would block the server's start
     if error is not None:
         return {}, [f"{path}:0:0: cannot read config: {error.message}"]
-    loaded = load_text(text, path)
+    loaded = load_text(text, path, templates=False)
     problems = [f"{e.file}:{e.line}:{e.column}: {e.message}" for e in loaded.errors + loaded.skipped]
     docs = [r for r in loaded.resources if r.kind == "Config"]
     if problems:
@@ -153,6 +155,7 @@ def _build(data: dict, source: str, own_namespace: Optional[str]) -> Config:
     defaults = Classification()
     classification = Classification(
         accelerators=tuple(raw_class.get("accelerators", defaults.accelerators)),
+        device_classes=tuple(raw_class.get("acceleratorDeviceClasses", defaults.device_classes)),
         tier_label=raw_class.get("tierLabel", defaults.tier_label),
         role_label=raw_class.get("roleLabel", defaults.role_label),
         notebook_label=raw_class.get("notebookLabel", defaults.notebook_label),
@@ -183,6 +186,8 @@ def _build(data: dict, source: str, own_namespace: Optional[str]) -> Config:
         trusted_controllers=tuple(data.get("trustedControllers") or ()),
         policies=policies,
         exceptions=tuple(exceptions),
+        in_tree=((data.get("inTree") or {}).get("kubernetesVersion", "1.37")
+                 if (data.get("inTree") or {}).get("skipExported") else None),
         cel_limits=Limits(max_object_bytes=(data.get("celLimits") or {}).get("maxObjectBytes", Limits.max_object_bytes),
                           per_expression=float((data.get("celLimits") or {}).get("costLimit",
                                                                                   Limits.per_expression))),

@@ -31,21 +31,27 @@ TEMPLATE = Struct("a templates item", {
 CLUSTER = Struct("cluster", {
     "namespace": DYN, "resourceQuotas": ("list", DYN), "priorityClasses": ("map", "string", DYN),
     "runtimeClasses": _STRINGS, "hpaTarget": DYN, "nodes": ("map", "string", DYN), "localQueues": _STRINGS,
-    "podGroups": ("map", "string", DYN),
+    "podGroups": ("map", "string", DYN), "resourceClaims": DYN,
 })
 
 # ValidatingAdmissionPolicy's names beside aiadmit's: `object`, `oldObject` (the stored object on an UPDATE review;
 # null on CREATE and in an audit), `request` (what aiadmit knows of the admission request:
 # kind, name, namespace, operation, uid), `namespaceObject` (the namespace with its labels, when the facts know it).
+# `claimDevices`: the device requests of a ResourceClaim or ResourceClaimTemplate under review (k8s/dra.py), else [].
 OBJECT = {"object": DYN, "oldObject": DYN, "request": DYN, "namespaceObject": DYN,
-          "workload": WORKLOAD, "templates": ("list", TEMPLATE), "cluster": CLUSTER}
-POD = dict(OBJECT, pod=DYN, podMeta=DYN, template="string", templateDevices=_STRINGS)
+          "workload": WORKLOAD, "templates": ("list", TEMPLATE), "cluster": CLUSTER, "claimDevices": ("list", DYN)}
+# `podResources`: the pod-level resources (`spec.resources`, Kubernetes 1.34+: cpu, memory, hugepages) of the
+# template, {} where it declares none or the kind has no pod spec. Not `pod.resources`: a rule that reads `pod` does
+# not run where a kind has no pod spec (TrainJob's trainer), and a container rule that merely lets the pod's budget
+# stand for the container's must still run there.
+POD = dict(OBJECT, pod=DYN, podMeta=DYN, template="string", templateDevices=_STRINGS, podResources=DYN)
 # `containerName`: the container's name, else its field (KServe's `sklearn`, a TrainJob's `trainer`), else its
 # place (`containers[0]`): what a message says, without `has(container.name) ? container.name : containerType`.
 # `injected`: what the kind's operator adds to the container (kinds.yaml `injects`), a list of maps.
 # `envFrom`: what the container's envFrom loads as far as the facts know ({variables, unknown}).
+# `claims`: the DRA device requests the container's resources.claims give it (k8s/dra.py), one entry each.
 CONTAINER = dict(POD, container=DYN, containerType="string", containerName="string", injected=("list", DYN),
-                 envFrom=DYN)
+                 envFrom=DYN, claims=("list", DYN))
 LEVELS = {"object": OBJECT, "pod": POD, "container": CONTAINER}
 
 

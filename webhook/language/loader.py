@@ -54,7 +54,7 @@ def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None
     """Load, validate and compile every policy in `paths`; raise PolicyLoadError on any problem."""
     checks = checks or Checks()
     files = policy_files(paths)
-    loaded = load_paths(files)
+    loaded = load_paths(files, templates=False)
     problems = [f"{e.file}:{e.line}:{e.column}: {e.message}" for e in loaded.errors + loaded.skipped]
     texts: dict[str, str] = {}
     policies: list[Policy] = []

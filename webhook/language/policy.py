@@ -143,7 +143,11 @@ class Policy:
         """Whether this policy checks containers of this section (containers, initContainers, KServe's model)."""
         if container.section == "ephemeralContainers":  # kubectl debug: only where the policy asks for them
             return self.ephemeral
-        return self.containers == "all" or self.containers == container.section
+        if self.containers == "all" or self.containers == container.section:
+            return True
+        # containersAndSidecars: what runs for the pod's life, the native sidecars (restartPolicy: Always) too
+        return self.containers == "containersAndSidecars" and (container.section == "containers" or (
+            container.section == "initContainers" and container.obj.get("restartPolicy") == "Always"))
 
     def __post_init__(self) -> None:
         # Derived once: the engine asks for these on every evaluation.

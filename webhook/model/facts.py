@@ -12,7 +12,9 @@ from typing import Iterable, Optional, Protocol
 
 from webhook.model.resource import Resource
 
-FACTS = ("namespace", "resourceQuotas", "priorityClasses", "runtimeClasses", "hpaTarget", "nodes", "localQueues", "podGroups")
+FACTS = ("namespace", "resourceQuotas", "priorityClasses", "runtimeClasses", "hpaTarget", "nodes", "localQueues", "podGroups",
+         "resourceClaims")
+CLAIM_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 
 
 class ClusterFacts(Protocol):
@@ -35,6 +37,10 @@ class ClusterFacts(Protocol):
 
     # Kubernetes' own gang scheduling (scheduling.k8s.io PodGroups): name -> its spec.schedulingPolicy
     def pod_groups(self, namespace: str) -> Optional[dict[str, dict]]: ...
+
+    # DRA (resource.k8s.io): {"ResourceClaim": {name: obj}, "ResourceClaimTemplate": {name: obj},
+    # "users": {claim name: ["Kind/name", ...]}} of the namespace: the objects whose pods name each ResourceClaim
+    def resource_claims(self, namespace: str) -> Optional[dict]: ...
 
     def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]: ...
 
@@ -65,6 +71,9 @@ class NoFacts:
     def pod_groups(self, namespace: str) -> Optional[dict[str, dict]]:
         return None
 
+    def resource_claims(self, namespace: str) -> Optional[dict]:
+        return None
+
     def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]:
         return None
 
@@ -74,8 +83,8 @@ class OfflineFacts:
 
     A Namespace object in the input makes the input authoritative for that
     namespace: if no ResourceQuota (or LocalQueue, or PodGroup) for it is there, it
-    has none; a LocalQueue (a PodGroup) in the input makes the namespace's queues
-    (pod groups) known too.
+    has none; a LocalQueue (a PodGroup, a ResourceClaim or ResourceClaimTemplate)
+    in the input makes the namespace's queues (pod groups, claims) known too.
     PriorityClasses, RuntimeClasses and Nodes are known when at least one of them
     is in the input.
     """
@@ -91,6 +100,8 @@ class OfflineFacts:
         self._nodes: Optional[dict[str, dict]] = None
         self._queues: dict[str, list[str]] = {}
         self._pod_groups: dict[str, dict[str, dict]] = {}
+        self._claims: dict[str, dict] = {}
+        self._claim_users: Optional[dict] = None  # found on the first question about claims: most inputs ask none
         for resource in resources:
             kind, name, namespace = resource.kind, resource.name, resource.namespace
             if kind == "Namespace" and resource.api_version == "v1":
@@ -109,6 +120,8 @@ class OfflineFacts:
                 self._queues.setdefault(namespace, []).append(name)
             elif kind == "PodGroup" and resource.group == "scheduling.k8s.io":
                 self._pod_groups.setdefault(namespace, {})[name] = scheduling_policy(resource.obj)
+            elif kind in CLAIM_KINDS and resource.group == "resource.k8s.io":
+                self._claims.setdefault(namespace, {}).setdefault(kind, {})[name] = resource.obj
             self._objects[(namespace, kind, name)] = resource
 
     def namespace_labels(self, namespace: str) -> Optional[dict]:
@@ -138,8 +151,48 @@ class OfflineFacts:
             return self._pod_groups[namespace]
         return {} if namespace in self._namespaces else None
 
+    def resource_claims(self, namespace: str) -> Optional[dict]:
+        if namespace not in self._claims and namespace not in self._namespaces:
+            return None
+        known = self._claims.get(namespace, {})
+        if self._claim_users is None:
+            self._claim_users = claim_users(self._objects.values())
+        return {CLAIM_KINDS[0]: known.get(CLAIM_KINDS[0], {}), CLAIM_KINDS[1]: known.get(CLAIM_KINDS[1], {}),
+                "users": {claim: who for (ns, claim), who in self._claim_users.items() if ns == namespace}}
+
     def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]:
         return self._objects.get((namespace, kind, name))
+
+
+USERS_WALK_LIMIT = 100_000  # nodes of one object searched for the claims its pods name
+
+
+def claim_users(resources: Iterable[Resource], limit: int = USERS_WALK_LIMIT) -> dict[tuple[str, str], list[str]]:
+    """(namespace, ResourceClaim name) -> the objects ("Kind/name") whose pod specs name it by `resourceClaimName`.
+
+    Wherever a kind keeps its pod templates, they hold `resourceClaims` lists: each object is walked for them, at
+    most `limit` nodes of it (an object beyond that is not searched further; its claims stay unseen)."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for resource in resources:
+        if resource.kind in CLAIM_KINDS or not isinstance(resource.obj, dict):
+            continue
+        who = f"{resource.kind}/{resource.name}"
+        stack: list = [resource.obj]
+        budget = limit
+        while stack and budget > 0:
+            item = stack.pop()
+            budget -= 1
+            if isinstance(item, dict):
+                claims = item.get("resourceClaims")
+                for claim in claims if isinstance(claims, list) else ():
+                    if isinstance(claim, dict) and isinstance(claim.get("resourceClaimName"), str):
+                        holders = found.setdefault((resource.namespace, claim["resourceClaimName"]), [])
+                        if who not in holders:
+                            holders.append(who)
+                stack.extend(v for v in item.values() if isinstance(v, (dict, list)))
+            elif isinstance(item, list):
+                stack.extend(v for v in item if isinstance(v, (dict, list)))
+    return found
 
 
 def scheduling_policy(pod_group: dict) -> dict:

@@ -39,7 +39,7 @@ from webhook.outputs.jsonfix import is_json
 from webhook.engine.core import Engine
 from webhook.model.facts import OfflineFacts
 from webhook.model.resource import InputError
-from webhook.inputs.sources import _Loader, iter_manifest_files, load_text
+from webhook.inputs.sources import _Loader, iter_manifest_files, load_text, read_text
 
 _SEPARATOR = re.compile(r"^---(?:[ \t].*)?\r?$")
 
@@ -297,11 +297,11 @@ def fix_paths(engine: Engine, paths: list[str], write: bool = True, policies: Op
               skip: Optional[set] = None, assume_priority_classes: bool = False) -> list[FileFix]:
     results = []
     for path in iter_manifest_files(paths):
-        try:
-            with open(path, encoding="utf-8", newline="") as handle:
-                text = handle.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            results.append(FileFix(path=path, errors=[InputError(path, 0, f"cannot read file: {exc}")]))
+        # The audit's reader: a FIFO, a device or a socket named *.yaml (or a symlink to /dev/zero) is an error
+        # for that file, never a read that blocks or does not end.
+        text, error = read_text(path, newline="")
+        if error is not None:
+            results.append(FileFix(path=path, errors=[error]))
             continue
         result = fix_text(engine, text, path, policies, skip, assume_priority_classes)
         if write and result.changed:

@@ -29,7 +29,7 @@ WARNINGS_TOTAL_RUNES = 4096  # ... and the total of all warnings of one request
 DENY_LINE_RUNES = 400     # one finding's line in a deny message
 DENY_MESSAGE_RUNES = 8192  # a whole deny message: every line up to here, then a count (kubectl, events, audit logs)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
-_REASONS = {400: "BadRequest", 403: "Forbidden", 500: "InternalError", 504: "Timeout"}
+_REASONS = {400: "BadRequest", 403: "Forbidden", 413: "RequestEntityTooLarge", 500: "InternalError", 504: "Timeout"}
 
 
 @dataclass

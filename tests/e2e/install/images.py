@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -43,7 +44,7 @@ def pause_image() -> Path:
         subprocess.run(["gcc", "-static", "-Os", "-s", "-o", str(t / "rootfs" / "pause"), str(HERE / "pause.c")],
                        check=True, capture_output=True, timeout=120)
         (t / "config.json").write_text(json.dumps({"User": "65535:65535", "Entrypoint": ["/pause"]}))
-        subprocess.run(["python3", str(OCI_PY), "--out", str(t / "oci"), "--epoch", "1700000000",
+        subprocess.run([sys.executable, str(OCI_PY), "--out", str(t / "oci"), "--epoch", "1700000000",
                         "--config", str(t / "config.json"), "--ref", "aiadmit.local/pause:1",
                         "--layer", str(t / "rootfs")], check=True, capture_output=True, timeout=120)
         subprocess.run(["tar", "-C", str(t / "oci"), "--sort=name", "--owner=0", "--group=0", "--numeric-owner",

@@ -10,6 +10,7 @@ import os
 import shutil
 import ssl
 import subprocess
+import sys
 import tarfile
 import time
 import urllib.request
@@ -121,7 +122,7 @@ def container(image, tmp_path_factory):
     for blob in layers:
         subprocess.run(["tar", "-xzf", str(blob), "-C", str(rootfs), "--numeric-owner"], check=True, timeout=120)
     certs = work / "certs"
-    subprocess.run(["python3", "-m", "webhook", "certs", "generate", "--out", str(certs), "--service", "aiadmit",
+    subprocess.run([sys.executable, "-m", "webhook", "certs", "generate", "--out", str(certs), "--service", "aiadmit",
                     "--namespace", "aiadmit-system"], check=True, capture_output=True, timeout=60,
                    env=dict(os.environ, PYTHONPATH=str(REPO)))
     for f in certs.iterdir():  # what the Secret volume gives the pod: readable by its group (fsGroup)

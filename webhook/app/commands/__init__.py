@@ -10,6 +10,7 @@ from webhook.language.config import ConfigError
 from webhook.engine.core import Engine
 from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.language.policy import PolicyLoadError
+from webhook.outputs.diagnostics import emit, of_problem
 
 
 def missing_extra(command: str, extra: str, modules: tuple[str, ...]) -> int | None:
@@ -53,5 +54,5 @@ def load_engine(args) -> Engine | None:
         return Engine.load(policy_paths(args), args.config, cache=diskcache.DiskCache(directory) if directory else None)
     except (PolicyLoadError, ConfigError) as exc:
         for problem in exc.problems:
-            print(f"error: {problem}", file=sys.stderr)
+            emit(of_problem(problem))
         return None

@@ -14,6 +14,7 @@ from functools import partial
 
 from webhook.app.audit import audit_paths
 from webhook.app.parallel import default_jobs
+from webhook.outputs.diagnostics import of_result
 from webhook.outputs.reports import FORMATS, fragment, render
 from webhook.outputs.reports.policyreport import DEFAULT_MAX_BYTES, DEFAULT_MAX_REPORTS, ETCD_LIMIT
 from webhook.inputs.sources import collector_paused
@@ -127,6 +128,9 @@ def _run(args) -> int:
         # Each object's part of the report is rendered by the worker that evaluated it, in parallel.
         prepare = partial(fragment, args.format, engine=engine, **options)
         result = audit_paths(engine, args.paths, one_shot=True, prepare=prepare, **selection)
+    for line in of_result(result, quiet=args.quiet):  # one form and one stream for what is not a finding
+        print(line, file=sys.stderr)
+    sys.stderr.flush()
     sys.stdout.write(render(args.format, result, engine, fragments=result.prepared, **options))
     if args.apply_reports:
         from importlib import import_module

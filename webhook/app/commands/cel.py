@@ -24,6 +24,7 @@ from webhook.inputs.sources import load_paths
 from webhook.k8s.versions import DEFAULT_PORTABILITY, SUPPORTED, version as kubernetes_version
 from webhook.language.compiler import policy_expression
 from webhook.language.declarations import for_level
+from webhook.outputs.diagnostics import of_input_error
 
 
 _NO_VARIABLE = re.compile(r"variables has no field '([A-Za-z_][A-Za-z0-9_]*)'")
@@ -34,6 +35,11 @@ def register(subparsers) -> None:
                                    description=__doc__.splitlines()[0])
     parser.add_argument("expression", metavar="EXPR", help="the CEL expression (as in a rule's `expression`)")
     parser.add_argument("--object", required=True, metavar="FILE", help="the Kubernetes object (YAML or JSON)")
+    parser.add_argument("--document", type=int, metavar="N",
+                        help="the object is the Nth Kubernetes object of FILE (from 1); needed when it holds several, "
+                             "unless --kind/--name select one")
+    parser.add_argument("--kind", metavar="KIND", help="select the object of FILE by kind (with or without --name)")
+    parser.add_argument("--name", metavar="NAME", help="select the object of FILE by name")
     parser.add_argument("--policy", metavar="FILE", help="a policy file: its params and the rule's level")
     parser.add_argument("--rule", metavar="NAME", help="with --policy: the rule whose level and params apply")
     parser.add_argument("--level", choices=("object", "pod", "container"),
@@ -74,6 +80,30 @@ def _level_hint(policy: Any, level: str, message: str) -> str:
     return f"; variable {name!r} reads the {policy.levels[name]} level: not visible at level {level}"
 
 
+def _chosen(args, resources: list) -> Any:
+    """The object the options name; None after saying why (several objects and no choice is an error: binding the
+    first one silently answered for an object the author did not mean)."""
+    described = ", ".join(f"{n}: {r.describe()}" for n, r in enumerate(resources, 1))
+    if args.document is not None:
+        if not 1 <= args.document <= len(resources):
+            print(f"{args.object}:0:0: error: --document {args.document}: the file holds {len(resources)} "
+                  f"object(s) ({described})", file=sys.stderr)
+            return None
+        return resources[args.document - 1]
+    if args.kind or args.name:
+        found = [r for r in resources if args.kind in (None, r.kind) and args.name in (None, r.name)]
+        if len(found) != 1:
+            print(f"{args.object}:0:0: error: --kind/--name select {len(found)} objects, not one ({described})",
+                  file=sys.stderr)
+            return None
+        return found[0]
+    if len(resources) > 1:
+        print(f"{args.object}:0:0: error: the file holds {len(resources)} objects ({described}): choose one with "
+              f"--document N or --kind/--name", file=sys.stderr)
+        return None
+    return resources[0]
+
+
 def run(args) -> int:
     if args.policy:
         args.policies = [args.policy]
@@ -82,12 +112,14 @@ def run(args) -> int:
         return 2
     loaded = load_paths([args.object])
     for error in loaded.errors:
-        print(f"error: {error.file}:{error.line}:{error.column}: {error.message}", file=sys.stderr)
+        print(of_input_error(error), file=sys.stderr)
     if loaded.errors or not loaded.resources:
         if not loaded.errors:
             print(f"error: {args.object}: no Kubernetes object found", file=sys.stderr)
         return 2
-    resource = loaded.resources[0]
+    resource = _chosen(args, loaded.resources)
+    if resource is None:
+        return 2
     policy, level, requires = None, args.level, frozenset()
     if args.policy:
         policy = engine.policies[0]

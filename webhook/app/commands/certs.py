@@ -1,4 +1,5 @@
-"""`aiadmit certs generate|rotate`: the webhook's CA and serving certificate (see webhook/app/certs.py).
+"""`aiadmit certs generate|rotate|client`: the webhook's CA and serving certificate, and the API server's client
+certificate for `serve --client-ca-file` (see webhook/app/certs.py).
 
 `--inject FILE...` also writes the CA, base64, into `webhooks[*].clientConfig.caBundle`
 of Validating/MutatingWebhookConfiguration documents in those files, in place;
@@ -31,6 +32,11 @@ def register(subparsers) -> None:
         sub.add_argument("--inject", nargs="+", default=[], metavar="FILE",
                          help="write the CA into caBundle of the webhook configurations in these YAML files")
         sub.set_defaults(func=run)
+    text = "a CA for the API server's webhook client certificate, and that certificate (serve --client-ca-file)"
+    sub = actions.add_parser("client", help=text, description=text)
+    sub.add_argument("--out", required=True, metavar="DIR", help="directory for client-ca.crt/.key, client.crt/.key")
+    sub.add_argument("--name", default="kube-apiserver", help="the certificate's common name (default kube-apiserver)")
+    sub.set_defaults(func=run_client)
     parser.set_defaults(func=lambda args: (parser.print_help(sys.stderr), 2)[1])
 
 
@@ -60,6 +66,22 @@ def run(args) -> int:
         print(f"wrote {paths[name]}")
     for path, count in zip(args.inject, injected):
         print(f"injected caBundle into {count} webhook(s) in {path}")
+    return 0
+
+
+def run_client(args) -> int:
+    missing = missing_extra("certs", "webhook", ("cryptography",))
+    if missing is not None:
+        return missing
+    from webhook.app import certs
+
+    try:
+        paths = certs.generate_client(args.out, args.name)
+    except OSError as exc:
+        print(f"error: {exc.filename or args.out}: {exc.strerror}", file=sys.stderr)
+        return 2
+    for name in certs.CLIENT_FILES:
+        print(f"wrote {paths[name]}")
     return 0
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import sys
 
+from webhook.outputs.diagnostics import of_input_error
+
 from webhook.app.commands import add_engine_options
 from webhook.app.commands import load_engine
 
@@ -59,13 +61,11 @@ def run(args) -> int:
     for result in results:
         skipped += bool(result.skipped)
         for note in result.skipped if not args.quiet else ():
-            where = f"{note.file}:{note.line}" if note.line else note.file
-            print(f"{where}: skipped {note.message}", file=sys.stderr)
+            print(of_input_error(note, "warning").replace(": warning: ", ": warning: skipped ", 1), file=sys.stderr)
         for error in result.errors:
-            where = f"{error.file}:{error.line}:{error.column}" if error.line else error.file
-            print(f"{where}: error {error.message}", file=sys.stderr)
+            print(of_input_error(error), file=sys.stderr)
         for warning in result.warnings:
-            print(f"{warning.file}:{warning.line}:{warning.column}: warning {warning.message}", file=sys.stderr)
+            print(of_input_error(warning, "warning"), file=sys.stderr)
         errors += bool(result.errors)
         if not result.changed:
             continue

@@ -13,6 +13,7 @@ import os
 import sys
 
 from webhook.app.commands import add_engine_options, missing_extra, policy_paths
+from webhook.inputs import bounds
 
 DEV_DIR = os.path.join("certs", "dev")
 DEV_HOSTS = ["localhost", "127.0.0.1"]
@@ -55,6 +56,16 @@ def register(subparsers) -> None:
                         help="what /validate answers when the budget is spent (default deny, like failurePolicy Fail)")
     parser.add_argument("--max-body", type=int, default=6 * 1024 * 1024, metavar="BYTES",
                         help="largest request body accepted (default 6 MiB)")
+    parser.add_argument("--client-ca-file", metavar="FILE",
+                        help="CA certificates (PEM) of the clients allowed to send reviews: the API server's "
+                             "admission kubeconfig client certificate; without one, every path but /healthz, /readyz "
+                             "and /metrics answers 403 (docs/operations.md, \"Authenticating the API server\")")
+    parser.add_argument("--max-review-nodes", type=int, default=bounds.MAX_NODES, metavar="N",
+                        help="JSON values and keys per review, counted before decoding; more: refused (default "
+                             "200,000; docs/webhook.md, \"Review bounds\")")
+    parser.add_argument("--max-containers", type=int, default=bounds.MAX_CONTAINERS, metavar="N",
+                        help="containers per object (every pod template, init and ephemeral included); more: "
+                             "refused before the policies run (default 500)")
     parser.add_argument("--graceful-timeout", type=float, default=25.0, metavar="SECONDS",
                         help="how long in-flight reviews may run after SIGTERM (default 25)")
     context = parser.add_mutually_exclusive_group()
@@ -92,7 +103,7 @@ def _limits_problem(options) -> str | None:
     for name in ("handshake_timeout", "header_timeout", "body_timeout", "keepalive_timeout"):
         if not getattr(options, name) > 0:
             return f"--{name.replace('_', '-')} must be a positive number of seconds"
-    for name in ("keepalive_requests", "max_connections", "workers"):
+    for name in ("keepalive_requests", "max_connections", "workers", "max_review_nodes", "max_containers"):
         if getattr(options, name) < 1:
             return f"--{name.replace('_', '-')} must be at least 1"
     return None
@@ -129,7 +140,9 @@ def run(args) -> int:
         kubeconfig=args.kubeconfig, in_cluster=in_cluster, facts_max_age=args.facts_max_age,
         log_level=args.log_level, handshake_timeout=args.handshake_timeout, header_timeout=args.header_timeout,
         body_timeout=args.body_timeout, keepalive_timeout=args.keepalive_timeout,
-        keepalive_requests=args.keepalive_requests, max_connections=args.max_connections)
+        keepalive_requests=args.keepalive_requests, max_connections=args.max_connections,
+        max_review_nodes=args.max_review_nodes, max_containers=args.max_containers,
+        client_ca_file=args.client_ca_file)
     problem = _limits_problem(options)
     if problem:
         print(f"error: {problem}", file=sys.stderr)

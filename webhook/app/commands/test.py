@@ -1,7 +1,8 @@
-"""`aiadmit test DIR...`: run PolicyTest cases (docs/policy-tests.md).
+"""`aiadmit test DIR...`: run PolicyTest cases (docs/policy-tests.md); `aiadmit test --init POLICY`: scaffold them.
 
-Exit codes as for audit: 0 every case passed, 1 a case failed, 2 a path that does not exist or a test file that
-cannot be read (a typo in CI must not look like a failing policy, nor like a passing one).
+Exit codes as for audit: 0 every case passed, 1 a case failed, 2 a format error: a path that does not exist, a
+test file that cannot be read or holds no PolicyTest, a case naming a policy or rule that is not loaded, an
+`expect` that is not an outcome (a typo in a test must not look like a failing policy, nor like a passing one).
 """
 
 from __future__ import annotations
@@ -9,33 +10,80 @@ from __future__ import annotations
 import os
 import sys
 
-from webhook.app.policytest import run_tests
+from webhook.app.testreport import FORMATS, as_json, diagnostic, junit, text
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("test", help="run policy test cases",
                                    description="Run PolicyTest documents found under the given paths.")
-    parser.add_argument("paths", nargs="+", metavar="PATH")
-    parser.add_argument("-v", "--verbose", action="store_true", help="list passing cases too")
+    parser.add_argument("paths", nargs="*", metavar="PATH")
+    parser.add_argument("--format", "-f", choices=FORMATS, default="text", help="report format (default text)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="text: list the idempotency checks too")
+    parser.add_argument("-q", "--quiet", action="store_true", help="text: only failing cases and the counts")
+    parser.add_argument("--init", metavar="POLICY", help="write a starting test for the policy file POLICY")
+    parser.add_argument("--output", "-o", metavar="DIR",
+                        help="with --init: where to write test.yaml and resources.yaml "
+                             "(default: tests/<policy id> beside the policy file)")
     parser.set_defaults(func=run)
 
 
+def _init(args) -> int:
+    from webhook.app.testinit import scaffold
+    from webhook.language.config import ConfigError
+    from webhook.language.policy import PolicyLoadError
+
+    if not os.path.isfile(args.init):
+        print(f"{args.init}:0:0: error: no such policy file", file=sys.stderr)
+        return 2
+    try:
+        import yaml
+
+        with open(args.init, encoding="utf-8") as handle:
+            policy_id = ((yaml.safe_load(handle) or {}).get("metadata") or {}).get("name") or "policy"
+    except (yaml.YAMLError, AttributeError, OSError):
+        policy_id = "policy"
+    directory = args.output or os.path.join(os.path.dirname(args.init), "tests", str(policy_id))
+    try:
+        written, notes = scaffold(args.init, directory)
+    except (PolicyLoadError, ConfigError) as exc:
+        for problem in exc.problems:
+            print(problem if ": error: " in problem else f"error: {problem}", file=sys.stderr)
+        return 2
+    except (FileExistsError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"run it: aiadmit test {directory}")
+    return 0
+
+
 def run(args) -> int:
+    if args.init:
+        return _init(args)
+    if not args.paths:
+        print("error: aiadmit test needs a PATH (or --init POLICY)", file=sys.stderr)
+        return 2
+    from webhook.app.policytest import run_tests
+
     missing = [path for path in args.paths if not os.path.exists(path)]
     if missing:
         for path in missing:
-            print(f"error: {path}: no such file or directory", file=sys.stderr)
+            print(f"{path}:0:0: error: no such file or directory", file=sys.stderr)
         return 2
     run_ = run_tests(args.paths)
     for error in run_.errors:
-        print(f"ERROR {error}")
-    for result in run_.results:
-        if not result.ok:
-            print(f"FAIL {result.name}: {result.detail}")
-        elif args.verbose:
-            print(f"ok   {result.name}")
-    print(f"{run_.passed} passed, {run_.failed} failed")
+        print(diagnostic(error), file=sys.stderr)
+    sys.stderr.flush()
+    if args.format == "json":
+        sys.stdout.write(as_json(run_))
+    elif args.format == "junit":
+        sys.stdout.write(junit(run_))
+    else:
+        sys.stdout.write(text(run_, quiet=args.quiet, verbose=args.verbose))
     sys.stdout.flush()
     if run_.errors:
         return 2
-    return 0 if run_.failed == 0 else 1
+    return 0 if run_.failed == 0 and all(r.ok for r in run_.idempotency) else 1

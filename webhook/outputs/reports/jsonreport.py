@@ -10,11 +10,32 @@ from webhook.outputs.reports import fragments_of
 _ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(item, ensure_ascii=False) gives
 
 
+def outcome_of(evaluation) -> str:
+    """What happened to one resource: denied, warned, audited (only audit-level findings), passed (policies applied,
+    none failed), or unchecked (no policy applied: excluded, or a kind no policy matches)."""
+    failing = {f.action for f in evaluation.findings if f.result in ("fail", "error")}
+    for action, word in (("deny", "denied"), ("warn", "warned"), ("audit", "audited")):
+        if action in failing:
+            return word
+    return "passed" if evaluation.policies else "unchecked"
+
+
+def passed_policies(evaluation) -> list[str]:
+    """The policies that applied and found nothing (no failure, error or skip)."""
+    touched = {f.policy for f in evaluation.findings}
+    return [p for p in evaluation.policies if p not in touched]
+
+
 def summary(result) -> dict:
+    """Counts of resources (by outcome) and of findings (by action) kept apart: `deny` counts findings."""
     findings = result.findings
     by_policy = Counter(f.policy for f in findings if f.result != "skip")
+    outcomes = Counter(outcome_of(e) for e in result.evaluations)
     return {
         "resources": len(result.evaluations),
+        "resourcesBy": {word: outcomes.get(word, 0) for word in ("denied", "warned", "audited", "passed",
+                                                                   "unchecked")},
+        "ruleErrors": sum(1 for f in findings if f.result == "error"),
         "findings": len(findings),
         "deny": sum(1 for f in findings if f.action == "deny" and f.result != "skip"),
         "warn": sum(1 for f in findings if f.action == "warn" and f.result != "skip"),
@@ -35,6 +56,7 @@ def render(result, engine, fragments=None, **options) -> str:
     document = {
         "findings": Encoded(text for part in parts for text in part),
         "errors": [{"file": e.file, "line": e.line, "message": e.message} for e in result.errors],
+        "resources": [_resource(e) for e in result.evaluations if e.policies or e.findings],
         "summary": summary(result),
     }
     if result.skipped:
@@ -42,6 +64,13 @@ def render(result, engine, fragments=None, **options) -> str:
     if result.notes:
         document["notes"] = list(result.notes)
     return dump(document)
+
+
+def _resource(evaluation) -> dict:
+    """One resource's `applied` and `passed` policies: "passed" and "did not apply" differ here too."""
+    resource = evaluation.resource
+    return {"resource": resource.ref(), "file": resource.origin.file, "outcome": outcome_of(evaluation),
+            "applied": list(evaluation.policies), "passed": passed_policies(evaluation)}
 
 
 class Encoded(list):

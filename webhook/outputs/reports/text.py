@@ -8,7 +8,9 @@ first sentence is not about every one of its rules). Checks that could not run
 (cluster facts unknown) are one summary line unless `verbose`. A table by
 policy and a one-line total close the report; the total stays the last line so
 that scripts and CI logs can grep it. With `quiet` only the failing lines are
-printed (failures and errors), nothing else. Colour only when the caller says
+printed (failures and rules that could not be evaluated), nothing else. Input errors and skipped templates
+are diagnostics, not findings: `outputs/diagnostics.of_result()` gives them as `file:line:col: severity: message` for stderr, in
+every format (machine formats carry them in the report too). Colour only when the caller says
 the output is a terminal (and NO_COLOR is unset): escape codes in a CI log are
 noise.
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 import textwrap
 from collections import Counter, defaultdict
 
-from webhook.outputs.reports.jsonreport import summary
+from webhook.outputs.reports.jsonreport import passed_policies, summary
 from webhook.outputs.reports import fragments_of
 from webhook.outputs.reports.location import group_key_of, locate
 
@@ -50,20 +52,26 @@ def fragment(evaluation, engine, color: bool = False, verbose: bool = False, qui
             where += f" {location.field}" if location.field else ""
         text = f"{where}: {finding.policy} [{paint(tag, style)}] {finding.message}"
         items.append(((location.line, location.column, finding.policy, finding.rule), text))
+    if verbose and evaluation.policies and not quiet:  # "passed" and "did not apply" look different
+        items.append(_applied(evaluation))
     return group_key_of(evaluation.resource), items
+
+
+def _applied(evaluation) -> tuple[tuple, str]:
+    """`where: Kind ns/name: passed a, b (applied: a, b, c)`, placed at the object's first line."""
+    resource = evaluation.resource
+    line, column = resource.origin.position("") if resource.origin.located else (0, 0)
+    where = f"{resource.origin.file}:{line}:{column}" if resource.origin.file and line else \
+        (resource.origin.file or resource.origin.cluster or "")
+    passed = passed_policies(evaluation)
+    return ((line, column, "", ""), f"{where}: {resource.describe()}: passed {', '.join(passed) or 'none'} "
+                                     f"(applied: {', '.join(evaluation.policies)})")
 
 
 def render(result, engine, fragments=None, color: bool = False, verbose: bool = False, quiet: bool = False,
            **options) -> str:
     paint = _Paint(color)
-    lines: list[str] = []
-    for error in result.errors:
-        where = f"{error.file}:{error.line}:{error.column}" if error.line else error.file
-        lines.append(f"{where}: {paint('error', 'error')} {error.message}")
-    for skipped in result.skipped if not quiet else ():
-        lines.append(f"{skipped.file}:{skipped.line}:1: {paint('skipped', 'skip')} {skipped.message}")
-    if lines and not quiet:
-        lines.append("")
+    lines: list[str] = []  # input errors and skipped templates are diagnostics, on stderr
 
     groups: dict[str, list] = defaultdict(list)
     made = fragments_of(fragment, result, engine, fragments, dict(options, color=color, verbose=verbose, quiet=quiet))
@@ -86,9 +94,12 @@ def render(result, engine, fragments=None, color: bool = False, verbose: bool = 
     for note in result.notes:
         lines.append(f"note: {note}")
     counts = summary(result)
+    by = counts["resourcesBy"]
     lines.append(
-        f"{counts['resources']} resources checked: {counts['deny']} deny, {counts['warn']} warn, "
-        f"{counts['audit']} audit, {counts['skipped']} skipped, {counts['errors']} errors")
+        f"{counts['resources']} resources checked ({by['denied']} denied, {by['warned']} warned, "
+        f"{by['audited']} audit only, {by['passed']} passed, {by['unchecked']} no policy applied); findings: "
+        f"{counts['deny']} deny, {counts['warn']} warn, {counts['audit']} audit, {counts['skipped']} skipped "
+        f"({counts['ruleErrors']} could not be evaluated); {counts['errors']} input errors")
     return "\n".join(lines) + "\n"
 
 
@@ -149,3 +160,4 @@ def _table(result, paint) -> list[str]:
                    f"{len(row['resources']):>9}")
     out.append("")
     return out
+

@@ -1,0 +1,319 @@
+"""`aiadmit export`: the objects are what a 1.37 API server accepts, and the exported rules answer as the engine.
+
+Three checks, each against the real thing that runs here:
+- every object validates, strictly (no unknown field), against the admissionregistration.k8s.io/v1 schemas of
+  Kubernetes 1.37 (tests/data/admissionregistration-v1-1.37.json, from the k8s.io/kubernetes v1.37.2 module);
+- Kubernetes' own CEL (the k8scel oracle, k8s.io/apiserver v0.37.2) compiles every exported expression in the
+  environment a 1.37 API server gives a new expression, with the type the field needs;
+- on every object of the built-in bundle's policy tests and the corpus, the oracle evaluating the exported
+  variables and validations fails exactly the exported rules the engine fails, with the engine's messages.
+"""
+
+from __future__ import annotations
+
+import copy
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+import jsonschema
+import pytest
+import yaml
+
+from objects import gpu_pod
+from k8scel import oracle  # noqa: F401 - the fixture (built once per session)
+from webhook.engine.core import Engine
+from webhook.inputs.sources import load_paths
+from webhook.k8s.versions import REFERENCE, version
+from webhook.outputs import vap
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SCHEMAS = os.path.join(HERE, "data", "admissionregistration-v1-1.37.json")
+PREFIX = "io.k8s.api.admissionregistration.v1."
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return Engine.load()
+
+
+@pytest.fixture(scope="module")
+def exported(engine):
+    return vap.export(engine.policies, engine.config, REFERENCE)
+
+
+def _strict(node):
+    """The schema with every object closed: a field the API server does not know is an error, as `kubectl
+    --validate=strict` and server-side field validation make it."""
+    if isinstance(node, dict):
+        node = {k: _strict(v) for k, v in node.items()}
+        if node.get("type") == "object" and "properties" in node and "additionalProperties" not in node:
+            node["additionalProperties"] = False
+        return node
+    if isinstance(node, list):
+        return [_strict(v) for v in node]
+    return node
+
+
+def _validator(kind: str):
+    with open(SCHEMAS, encoding="utf-8") as handle:
+        data = json.load(handle)
+    schemas = _strict(data["components"]["schemas"])
+    root = {"components": {"schemas": schemas}, "$ref": f"#/components/schemas/{PREFIX}{kind}"}
+    return jsonschema.Draft7Validator(root)
+
+
+def test_every_object_validates_strictly_against_the_1_37_schemas(exported):
+    objects = [o for result in exported for o in result.objects]
+    assert {o["kind"] for o in objects} == {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+    validators = {}
+    for obj in objects:
+        validator = validators.setdefault(obj["kind"], _validator(obj["kind"]))
+        errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
+        assert not errors, (obj["metadata"]["name"], errors[:5])
+        assert obj["apiVersion"] == "admissionregistration.k8s.io/v1"
+
+
+def test_the_strict_schema_refuses_an_unknown_field(exported):
+    obj = copy.deepcopy(next(o for r in exported for o in r.objects if o["kind"] == "ValidatingAdmissionPolicy"))
+    obj["spec"]["validations"][0]["messageExpresion"] = "'typo'"
+    assert list(_validator("ValidatingAdmissionPolicy").iter_errors(obj))
+
+
+def _expressions(obj):
+    spec = obj["spec"]
+    for variable in spec.get("variables", ()):
+        yield variable["expression"], None
+    for condition in spec.get("matchConditions", ()):
+        yield condition["expression"], "bool"
+    for validation in spec.get("validations", ()):
+        yield validation["expression"], "bool"
+        yield validation["messageExpression"], "string"
+
+
+@pytest.mark.k8scel
+def test_kubernetes_cel_compiles_every_exported_expression(exported, oracle):  # noqa: F811
+    asked = [(e, t) for r in exported for o in r.objects if o["kind"] == "ValidatingAdmissionPolicy"
+             for e, t in _expressions(o)]
+    assert len(asked) > 20
+    # A 1.37 API server compiles a new expression at compatibility version 1.36, and 1.35's at 1.34.
+    for compatibility in ("1.36", "1.34"):
+        answers = oracle.ask([{"expr": e, "compatibility": compatibility, "environment": "new"} for e, _ in asked])
+        for (expression, wanted), answer in zip(asked, answers):
+            assert answer["compiled"], (compatibility, answer.get("error"), expression[:300])
+            if wanted:
+                assert answer["outputType"] in (wanted, "dyn"), (answer["outputType"], expression[:300])
+
+
+# ------------------------------------------------------------------------------------ the same verdicts
+def _objects():
+    """Every object of the bundle's policy tests and the corpus, each once."""
+    paths = sorted(glob.glob(os.path.join(HERE, "policies", "*", "*.yaml")))
+    paths = [p for p in paths if not p.endswith("test.yaml")]
+    paths += sorted(glob.glob(os.path.join(HERE, "data", "corpus", "**", "*.yaml"), recursive=True))
+    loaded = load_paths([p for p in paths if "_unparseable" not in p])
+    return [r for r in loaded.resources if r.kind not in ("PolicyTest",)]
+
+
+def _ask(oracle, requests):  # noqa: F811
+    """The oracle's answers, asked 25 at a time (each batch is bounded in time by the oracle's client)."""
+    out = []
+    for start in range(0, len(requests), 25):
+        out += oracle.ask(requests[start:start + 25])
+    return out
+
+
+def _oracle_verdicts(oracle, pairs):  # noqa: F811
+    """For each (object, VAP): (failed validation indexes, their messages), the VAP evaluated by Kubernetes' CEL:
+    its variables in order, then each validation; an evaluation error fails the validation (failurePolicy Fail).
+    Asked in batches: one round trip per variable, one for the validations, one for the messages."""
+    values = [{} for _ in pairs]
+    variables = pairs[0][1]["spec"]["variables"]
+    chain = next(v["expression"] for v in variables if v["name"] == "templates")
+    walk_of = {(kind, group or ""): name for kind, group, name in re.findall(
+        r'object\.kind == "(\w+)" && object\.apiVersion(?:\.startsWith\("([^"]+)/"\)| == "v1") \? variables\.(\w+)',
+        chain)}
+    walks = set(walk_of.values())
+    for variable in variables:
+        name = variable["name"]
+        # VAP variables are lazy: a kind's walk is evaluated only for an object of that kind
+        asked = [i for i, (obj, _) in enumerate(pairs) if name not in walks or
+                 walk_of.get((obj["kind"], obj["apiVersion"].rpartition("/")[0])) == name]
+        answers = _ask(oracle, [{"expr": variable["expression"], "eval": True,
+                                 "vars": {"object": pairs[i][0], "variables": values[i]}} for i in asked])
+        for i, answer in zip(asked, answers):
+            assert answer["compiled"] and "evalError" not in answer, (name, answer)
+            values[i][name] = answer["value"]
+    asked = [(i, j) for i, (_, vap_) in enumerate(pairs) for j in range(len(vap_["spec"]["validations"]))]
+    answers = _ask(oracle, [{"expr": pairs[i][1]["spec"]["validations"][j]["expression"], "eval": True,
+                           "vars": {"object": pairs[i][0], "variables": values[i]}} for i, j in asked])
+    failed = [(i, j) for (i, j), answer in zip(asked, answers)
+              if "evalError" in answer or answer.get("value") is not True]
+    messages = _ask(oracle, [{"expr": pairs[i][1]["spec"]["validations"][j]["messageExpression"], "eval": True,
+                            "vars": {"object": pairs[i][0], "variables": values[i]}} for i, j in failed])
+    out = [{} for _ in pairs]
+    for (i, j), message in zip(failed, messages):
+        out[i][j] = message.get("value", message.get("evalError"))
+    return out
+
+
+@pytest.mark.k8scel
+def test_exported_rules_fail_where_the_engine_fails_them(engine, exported, oracle):  # noqa: F811
+    by_kind = {}
+    for result in exported:
+        if result.objects:
+            for kind in result.kinds:
+                by_kind.setdefault(kind, []).append(result)
+    pairs, expected = [], []
+    for resource in _objects():
+        results = by_kind.get((resource.kind, resource.group))
+        if not results or not resource.obj.get("apiVersion"):
+            continue
+        evaluation = engine.evaluate(resource, None)
+        if evaluation.errors:
+            continue
+        for result in results:
+            where = f"{resource.origin.file}: {resource.kind}/{resource.name} {result.policy.id}"
+            selector = result.objects[1]["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][0]
+            if resource.namespace in selector["values"]:  # the binding does not match it; the engine exempts it
+                assert not [f for f in evaluation.findings if f.policy == result.policy.id and f.blocking], where
+                continue
+            ours = {}
+            for finding in evaluation.findings:
+                if finding.policy == result.policy.id and finding.rule in result.rules \
+                        and finding.result in ("fail", "error"):
+                    ours.setdefault(finding.rule, []).append(" ".join(f"{finding.policy}: {finding.message}".split()))
+            pairs.append((resource.obj, result.objects[0]))
+            expected.append((where, result.rules, ours))
+    answers = []
+    for group in {id(p[1]): p[1] for p in pairs}.values():  # one VAP at a time: its variables are its own
+        chosen = [n for n, p in enumerate(pairs) if p[1] is group]
+        answers += list(zip(chosen, _oracle_verdicts(oracle, [pairs[n] for n in chosen])))
+    failures = 0
+    for n, theirs in answers:
+        where, rules, ours = expected[n]
+        named = {rules[j]: message for j, message in theirs.items()}
+        assert sorted(named) == sorted(ours), (where, sorted(named), sorted(ours))
+        for rule, message in named.items():
+            # one message per failing container, in walk order; a map's keys (PyTorchJob's replica types) come in
+            # no defined order in CEL, so the pieces are compared as a multiset
+            assert sorted(message.split("; ")) == sorted("; ".join(ours[rule]).split("; ")), (where, rule)
+        failures += len(named)
+    assert len(answers) >= 200 and failures >= 20, (len(answers), failures)
+
+
+# ------------------------------------------------------------------------------------ the command
+def _aiadmit(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "webhook", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300)
+
+
+def test_export_writes_one_file_per_policy_and_lists_what_it_leaves(tmp_path):
+    done = _aiadmit("export", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    files = sorted(os.listdir(tmp_path))
+    assert "shm-sized.yaml" in files and "resources-declared.yaml" in files
+    docs = list(yaml.safe_load_all((tmp_path / "shm-sized.yaml").read_text()))
+    assert [d["kind"] for d in docs] == ["ValidatingAdmissionPolicy"] + ["ValidatingAdmissionPolicyBinding"] * 3
+    assert [d["spec"]["validationActions"] for d in docs[1:]] == [["Deny"], ["Warn"], ["Audit"]]
+    assert "shm-sized: exported mounted, operator-shm-sized, size-limited" in done.stderr
+    assert "not exported: node-name: it needs cluster facts (nodes)" in done.stderr
+    assert "gpu-quota: exported nothing" in done.stderr
+
+
+def test_static_format_names_end_in_the_reserved_suffix(tmp_path):
+    done = _aiadmit("export", "--format", "static", "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    docs = list(yaml.safe_load_all((tmp_path / "validating-policies" / "shm-sized.yaml").read_text()))
+    assert all(d["metadata"]["name"].endswith(".static.k8s.io") for d in docs)
+    assert all(d["spec"]["policyName"] == docs[0]["metadata"]["name"] for d in docs[1:])
+    old = _aiadmit("export", "--format", "static", "--kubernetes-version", "1.35", "--out", str(tmp_path))
+    assert old.returncode == 2 and "has no staticManifestsDir" in old.stderr
+
+
+def test_unsupported_version_is_a_usage_error():
+    done = _aiadmit("export", "--kubernetes-version", "1.34")
+    assert done.returncode == 2 and "supported: 1.35, 1.36, 1.37" in done.stderr
+
+
+def test_check_fails_a_portable_policy_that_is_not_exported_whole(tmp_path):
+    source = open(os.path.join(ROOT, "policies", "shm-sized.yaml"), encoding="utf-8").read()
+    whole = source.split("\nmutations:")[0].replace("action: deny\n", "action: deny\nportable: true\n")
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "shm-sized.yaml").write_text(whole)
+    done = _aiadmit("export", "--check", "--policies", str(tmp_path / "p"))
+    assert done.returncode == 1, done.stderr
+    assert "marked portable but not exported whole: shm-sized" in done.stderr
+    assert "fits-memory-limit" in done.stderr
+    # without the rule that cannot be exported, and without the kinds the walk cannot write, it passes
+    rules = whole.split("  - name: fits-memory-limit")[0]
+    (tmp_path / "p" / "shm-sized.yaml").write_text(rules.replace(
+        "match:\n  classes: [accelerated]\n",
+        "match:\n  classes: [accelerated]\n  kinds: [Pod, Deployment, Job, PyTorchJob]\n"))
+    done = _aiadmit("export", "--check", "--policies", str(tmp_path / "p"))
+    assert done.returncode == 0, done.stderr
+    assert version("1.37") is REFERENCE
+
+
+# ------------------------------------------------------------------------------------ side by side (inTree)
+def _review(obj, operation="CREATE"):
+    return {"uid": "7f1c", "kind": {"group": "", "version": "v1", "kind": obj["kind"]},
+            "resource": {"group": "", "version": "v1", "resource": "pods"}, "namespace": obj["metadata"]["namespace"],
+            "name": obj["metadata"]["name"], "operation": operation, "userInfo": {"username": "alice"},
+            "object": obj, "oldObject": None}
+
+
+def test_in_tree_switch_leaves_exported_rules_to_the_api_server_on_create_only(tmp_path):
+    from webhook.app.admission import validate
+
+    pod = gpu_pod(shm=False)  # violates shm-sized `mounted`, which is exported
+    pod["spec"]["containers"][0]["resources"]["limits"]["memory"] = "32Gi"
+    plain = Engine.load()
+    denied = validate(plain, _review(pod))
+    assert not denied.response["allowed"] and "shm-sized" in denied.response["status"]["message"]
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\ninTree: {skipExported: true}\n")
+    side = Engine.load(config_path=str(config))
+    assert side.config.in_tree == "1.37"
+    allowed = validate(side, _review(pod))
+    assert "shm-sized" not in allowed.response.get("status", {}).get("message", ""), allowed.response
+    # a rule that is not exported stays the webhook's: fits-memory-limit (its message cannot be exported)
+    big = gpu_pod(shm=True)
+    big["spec"]["volumes"][0]["emptyDir"]["sizeLimit"] = "64Gi"
+    still = validate(side, _review(big))
+    assert "shm-sized" in still.response["status"]["message"] and "must be smaller than its memory limit" in \
+        still.response["status"]["message"]
+    # UPDATE is not exported: the webhook judges it whole (a new violation on update is denied)
+    update = _review(pod, "UPDATE")
+    update["oldObject"] = gpu_pod(shm=True)
+    assert "shm-sized" in validate(side, update).response["status"]["message"]
+
+
+# ------------------------------------------------------------------------------------ the rewrite
+def test_the_rewrite_spells_the_engine_names_in_the_api_servers():
+    from webhook.outputs.vapcel import rewrite
+
+    named = {"mounts": 'has(container.volumeMounts) ? container.volumeMounts : []'}
+    out = rewrite('variables.mounts.exists(m, m.name == "pod") && template != containerName && '
+                  'workload.kind == "Pod" && size(pod.volumes) > 0 && sign(quantity(x.cpu)) == 1', named)
+    assert out == ('(has(container.volumeMounts) ? container.volumeMounts : []).exists(m, m.name == "pod") && '
+                   'tpl.name != container.name && object.kind == "Pod" && size(tpl.spec.volumes) > 0 && '
+                   'sign(quantity(string(x.cpu))) == 1')
+
+
+@pytest.mark.parametrize("source, reason", [
+    ("size(cluster.resourceQuotas) > 0", "reads cluster facts"),
+    ('glob(container.image, "nvcr.io/*")', "calls glob(), an aiadmit extension"),
+    ('workload.role == "training"', "aiadmit's workload role"),
+    ("variables.missing", "does not declare"),
+    ("[1].all(tpl, tpl > 0)", "the name `tpl`"),
+])
+def test_what_the_api_server_cannot_run_is_refused_with_its_reason(source, reason):
+    from webhook.outputs.vapcel import NotExportable, rewrite
+
+    with pytest.raises(NotExportable, match=re.escape(reason)):
+        rewrite(source, {})

@@ -1,0 +1,341 @@
+"""`aiadmit export`: the policies as ValidatingAdmissionPolicies and their bindings, and what cannot be exported.
+
+Why: a webhook is a network hop on every pod create and, failing closed, a way to stop a cluster; the API server
+runs the same kind of CEL itself. Each rule that can run there becomes one `validation` of its policy's VAP (the
+pod-template walk written in CEL, vapcel.py); every rule or mutation that cannot is listed with its reason, and
+the webhook keeps it. Decisions (docs/cli.md, "export"):
+
+- CREATE only: on an UPDATE the webhook denies only what the update newly offends (app/admission.py), which a
+  VAP's `oldObject` could express only rule by rule; UPDATE stays the webhook's.
+- Params are folded into the expressions, as the engine folds them (no param object to lose or mistype).
+- The namespace exclusions, the config's exact-namespace exceptions and the enforcement label (a ceiling) are
+  binding selectors: one binding per action a namespace can lower the policy to.
+- A trusted controller's create of an owned object is not matched (the webhook lowers those to warnings).
+- failurePolicy Fail for a deny policy (an error denies, as the webhook fails closed), Ignore for warn and audit.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from webhook.cel.portability import refusal
+from webhook.k8s.kindnames import KINDS_FILE, table_data
+from webhook.k8s.versions import KubernetesVersion
+from webhook.k8s.workload import ROLES
+from webhook.language.config import Config
+from webhook.language.policy import ACTION_RANK, Policy, Rule
+from webhook.outputs import vapcel
+from webhook.outputs.vapcel import NotExportable, literal
+
+GROUP = "admissionregistration.k8s.io/v1"
+ACTIONS = {"deny": "Deny", "warn": "Warn", "audit": "Audit"}
+STATIC_SUFFIX = ".static.k8s.io"
+_EXPORTABLE_CLASSES = {"accelerated", "ai", "pod"}
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+@dataclass
+class Exported:
+    """One policy's export: the objects written, and each rule or mutation left to the webhook with its reason."""
+
+    policy: Policy
+    objects: list = field(default_factory=list)
+    rules: list = field(default_factory=list)  # names of the rules exported
+    kinds: list = field(default_factory=list)  # the (kind, group) pairs the exported rules cover
+    left: list = field(default_factory=list)  # (rule or mutation name, reason); "*" for the whole policy
+
+    @property
+    def whole(self) -> bool:
+        return not self.left
+
+
+def _kinds(policy: Policy, reads: set) -> tuple[list, list, list]:
+    """(resourceRules, [(kind, templates CEL)], [(kind, reason)]) for the kinds this policy can be exported for."""
+    rules: dict[str, list] = {}
+    walks, skipped = [], []
+    for entry in table_data(KINDS_FILE)["kinds"]:
+        kind, group = entry["kind"], entry.get("group", "")
+        if not policy.match.admits_kind(kind):
+            continue
+        try:
+            if "injected" in reads and any(t.get("injects") for t in entry["templates"]):
+                raise NotExportable("its operator mounts or probes containers itself (kinds.yaml `injects`), "
+                                    "which the policy reads")
+            parts = [vapcel.template_items(t) for t in entry["templates"]]
+        except NotExportable as exc:
+            skipped.append((f"{kind}.{group}" if group else kind, str(exc)))
+            continue
+        resource = entry["kind"].lower() + "s"
+        if resource not in rules.setdefault(group, []):
+            rules[group].append(resource)
+        walks.append((kind, group, " + ".join(parts)))
+    resource_rules = [{"apiGroups": [g], "apiVersions": ["*"], "operations": ["CREATE"], "resources": r,
+                       "scope": "*"} for g, r in rules.items()]
+    return resource_rules, walks, skipped
+
+
+def _walk_names(walks: list) -> list[str]:
+    """One variable per kind (`pyTorchJobTemplates`; a second kind of the same name gets its group's index)."""
+    names, seen = [], {}
+    for kind, _, _ in walks:
+        base = kind[0].lower() + kind[1:] + "Templates"
+        seen[base] = seen.get(base, 0) + 1
+        names.append(base if seen[base] == 1 else f"{base}{seen[base]}")
+    return names
+
+
+def _templates(walks: list) -> list[dict]:
+    """The pod templates of the admitted object: a variable per kind (each compiled on its own, evaluated only for
+    its kind: VAP variables are lazy), and `templates`, the one of the object's kind."""
+    names = _walk_names(walks)
+    out = "[]"
+    for (kind, group, _), name in reversed(list(zip(walks, names))):
+        test = f'object.kind == {literal(kind)}'
+        if group:
+            test += f' && object.apiVersion.startsWith({literal(group + "/")})'
+        else:
+            test += ' && object.apiVersion == "v1"'
+        out = f"{test} ? variables.{name} : {out}"
+    return [{"name": name, "expression": walk} for (_, _, walk), name in zip(walks, names)] + \
+        [{"name": "templates", "expression": out}]
+
+
+def _containers(policy: Policy) -> str:
+    main = "(has(tpl.spec.containers) ? tpl.spec.containers : [])"
+    init = "(has(tpl.spec.initContainers) ? tpl.spec.initContainers : [])"
+    if policy.containers == "containers":
+        return main
+    if policy.containers == "initContainers":
+        return init
+    if policy.containers == "all":
+        return f"({main} + {init})"
+    raise NotExportable(f"it checks the containers of section {policy.containers!r}, which the walk does not write")
+
+
+def _message(policy: Policy, rule: Rule, named: dict) -> str:
+    """messageExpression of one finding, as the webhook words it: `<policy>: <message>`, whitespace collapsed."""
+    pieces = [literal(policy.id + ": ")]
+    for part in rule.message.parts:
+        if isinstance(part, str):
+            text = re.sub(r"\s+", " ", part)
+            if text:
+                pieces.append(literal(text))
+            continue
+        source = vapcel.rewrite(part.compiled, named)
+        kind = part.type
+        if kind == "string":
+            pieces.append(f"({source})")
+        elif kind in ("int", "dyn"):
+            pieces.append(f"string({source})")
+        elif kind == ("list", "string"):
+            pieces.append(f'({source}).join(", ")')
+        else:
+            shown = kind if isinstance(kind, str) else f"list of {kind[1]}"
+            raise NotExportable(f"its message shows a {shown} value, which Kubernetes' string() renders otherwise "
+                                "than aiadmit's message")
+    return " + ".join(pieces)
+
+
+def _validation(policy: Policy, rule: Rule, named: dict, version: KubernetesVersion) -> dict:
+    found = _validation_of(policy, rule, named)
+    for key in ("expression", "messageExpression"):
+        refused = refusal(found[key], version)
+        if refused is not None:
+            raise NotExportable(f"a Kubernetes {version} API server refuses it: {refused[0]}")
+    return found
+
+
+def _validation_of(policy: Policy, rule: Rule, named: dict) -> dict:
+    if rule.schema is not None:
+        raise NotExportable("it is a JSON Schema rule (an aiadmit extension)")
+    if rule.requires:
+        raise NotExportable(f"it needs cluster facts ({', '.join(sorted(rule.requires))})")
+    extra = set(rule.classes) - _EXPORTABLE_CLASSES
+    if extra:
+        raise NotExportable(f"it applies by aiadmit's classification ({', '.join(sorted(extra))})")
+    when = vapcel.rewrite(rule.when.compiled, named) if rule.when is not None else "true"
+    check = vapcel.rewrite(rule.expression.compiled, named)
+    holds = f"!({when}) || ({check})"
+    failing = f"({when}) && !({check})"
+    message = _message(policy, rule, named)
+    static = " ".join(("".join(p if isinstance(p, str) else "…" for p in rule.message.parts)).split())
+    if rule.target == "object":
+        expression, message_expression = holds, message
+    elif rule.target == "pod":
+        expression = f"variables.templates.all(tpl, {holds})"
+        message_expression = f'variables.templates.filter(tpl, {failing}).map(tpl, {message}).join("; ")'
+    else:
+        containers = _containers(policy)
+        expression = f"variables.templates.all(tpl, {containers}.all(container, {holds}))"
+        message_expression = (f"variables.templates.map(tpl, {containers}.filter(container, {failing})"
+                              f'.map(container, {message})).flatten().join("; ")')
+    for wanted in ("accelerated", "ai"):  # the engine decides these before any rule runs
+        if wanted in rule.classes | policy.match.classes:
+            expression = f"!variables.{wanted} || ({expression})"
+    wanted = sorted(policy.match.any_classes - {"pod"})
+    if wanted and "pod" not in policy.match.any_classes:
+        expression = f"!({' || '.join('variables.' + w for w in wanted)}) || ({expression})"
+    return {"expression": expression, "messageExpression": message_expression,
+            "message": f"{policy.id}: {static}"[:1024], "reason": "Forbidden"}
+
+
+def _object_variables(walks: list, config: Config) -> list[dict]:
+    regex = vapcel.glob_regex(config.classification.accelerators)
+    containers = ("variables.templates.map(tpl, (has(tpl.spec.containers) ? tpl.spec.containers : []) + "
+                  "(has(tpl.spec.initContainers) ? tpl.spec.initContainers : [])).flatten()")
+    devices = (f"variables.containers.map(c, has(c.resources) ? "
+               f"(has(c.resources.limits) ? c.resources.limits.map(r, r) : []) + "
+               f"(has(c.resources.requests) ? c.resources.requests.map(r, r) : []) : []).flatten()"
+               f".filter(r, r.matches({literal(regex)})).distinct().sort()")  # sorted, as the engine binds it
+    accelerated = ("size(variables.devices) > 0 || variables.templates.exists(tpl, "
+                   "has(tpl.spec.resourceClaims) && size(tpl.spec.resourceClaims) > 0)")
+    # `ai` as webhook/k8s/workload.py classifies: accelerated, a kind with a fixed role, the notebook label on the
+    # object or a template, or the role label naming a role on a kind without one.
+    fixed = [f"{k}.{g}" if g else k for k, g, role in _roles()]
+    kind_group = 'object.kind + (object.apiVersion.contains("/") ? "." + object.apiVersion.split("/")[0] : "")'
+    labels = "(has(object.metadata.labels) ? object.metadata.labels : {})"
+    notebook = literal(config.classification.notebook_label)
+    role = literal(config.classification.role_label)
+    ai = (f"variables.accelerated || {kind_group} in {_list(fixed)} || {notebook} in {labels} || "
+          f"variables.templates.exists(tpl, has(tpl.metadata.labels) && {notebook} in tpl.metadata.labels) || "
+          f"({role} in {labels} && {labels}[{role}] in {_list(list(ROLES))})")
+    return _templates(walks) + [
+            {"name": "containers", "expression": containers},
+            {"name": "devices", "expression": devices},
+            {"name": "accelerated", "expression": accelerated},
+            {"name": "ai", "expression": ai}]
+
+
+def _roles() -> list:
+    return [(e["kind"], e.get("group", ""), e["role"]) for e in table_data(KINDS_FILE)["kinds"] if e.get("role")]
+
+
+def _exact(patterns, what: str) -> list[str]:
+    for pattern in patterns:
+        if any(c in pattern for c in "*?["):
+            raise NotExportable(f"{what} {pattern!r} is a glob, which a namespace selector cannot say")
+    return list(patterns)
+
+
+def _bindings(policy: Policy, config: Config, action: str, name: str, end: str) -> list[dict]:
+    """One binding per action the enforcement label can lower `action` to (a ceiling, never a raise)."""
+    excluded = _exact(config.exclude_namespaces, "the excluded namespace")
+    for exception in config.exceptions:
+        if exception.policies and policy.id not in exception.policies and "*" not in exception.policies:
+            continue
+        if tuple(exception.names) != ("*",) or exception.kinds or exception.expires is not None:
+            raise NotExportable(f"the config exception {exception.name!r} names objects, kinds or an expiry, "
+                                "which a binding's selectors cannot say")
+        excluded += _exact(exception.namespaces, f"exception {exception.name!r}'s namespace")
+    if policy.match.namespaces or policy.match.exclude_namespaces:
+        raise NotExportable("the policy names namespaces itself")
+    if policy.id in (config.annotation_exemptable or ()):
+        raise NotExportable("the config lets an annotation exempt objects from it")
+    label = config.enforcement_label
+    out = []
+    lower = [a for a in ACTION_RANK if ACTION_RANK[a] < ACTION_RANK[action]]
+    for each in [action] + sorted(lower, key=ACTION_RANK.get, reverse=True):
+        below = [a for a in ACTION_RANK if ACTION_RANK[a] < ACTION_RANK[each]]
+        expressions = [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": sorted(set(excluded))}]
+        if each == action:
+            if below:
+                expressions.append({"key": label, "operator": "NotIn", "values": below})
+        else:
+            expressions.append({"key": label, "operator": "In", "values": [each]})
+        resources = {"namespaceSelector": {"matchExpressions": expressions}}
+        if policy.match.selector:
+            resources["objectSelector"] = policy.match.selector
+        suffix = "" if each == action else f"-{each}"
+        out.append({"apiVersion": GROUP, "kind": "ValidatingAdmissionPolicyBinding",
+                    "metadata": {"name": f"{name}{suffix}{end}",
+                                 "labels": {"app.kubernetes.io/managed-by": "aiadmit"}},
+                    "spec": {"policyName": name + end, "validationActions": [ACTIONS[each]],
+                             "matchResources": resources}})
+    return out
+
+
+def export_policy(policy: Policy, config: Config, version: KubernetesVersion, static: bool = False) -> Exported:
+    """The VAP, bindings and left-over list of one policy (the config's action for it, or the policy's)."""
+    result = Exported(policy)
+    for mutation in policy.mutations:
+        result.left.append((mutation.name, "mutations are not exported as MutatingAdmissionPolicies yet; the "
+                                           "mutating webhook applies them"))
+    action = config.settings(policy.id).action or policy.action
+    extra = set(policy.match.classes) - _EXPORTABLE_CLASSES
+    if policy.match.any_classes and not policy.match.any_classes <= _EXPORTABLE_CLASSES:
+        extra |= set(policy.match.any_classes)
+    if extra:
+        why = ", ".join(sorted(extra))
+        result.left.append(("*", f"it applies by aiadmit's classification ({why}): role, tier and notebook are "
+                                 "read from the kinds table, labels and the namespace"))
+        return result
+    if not _NAME.match(policy.id):
+        result.left.append(("*", "its id is not a Kubernetes object name"))
+        return result
+    named = {name: expression.compiled for name, expression in policy.named.items()}
+    name, end = f"aiadmit-{policy.id}", STATIC_SUFFIX if static else ""
+    validations, reads = [], set()
+    for rule in policy.rules:
+        reads |= set(rule.variables)
+    resource_rules, walks, skipped = _kinds(policy, _read_names(policy))
+    for rule in policy.rules:
+        if rule.action and ACTION_RANK[rule.action] < ACTION_RANK[action]:
+            result.left.append((rule.name, f"its own action ({rule.action}) is below the policy's ({action})"))
+            continue
+        try:
+            validations.append(_validation(policy, rule, named, version))
+            result.rules.append(rule.name)
+        except NotExportable as exc:
+            result.left.append((rule.name, str(exc)))
+    if not validations or not walks:
+        if not walks:
+            result.left.append(("*", "no kind of the kinds table can be walked for it"))
+        result.rules = []
+        return result
+    try:
+        bindings = _bindings(policy, config, action, name, end)
+    except NotExportable as exc:
+        result.left.append(("*", str(exc)))
+        result.rules = []
+        return result
+    for kind, why in skipped:
+        result.left.append((f"kind {kind}", why))
+    result.kinds = [(k, g) for k, g, _ in walks]
+    trusted = [u for u in config.trusted_controllers if not any(c in u for c in "*?[")]
+    spec = {"failurePolicy": "Fail" if action == "deny" else "Ignore",
+            "matchConstraints": {"resourceRules": resource_rules},
+            "variables": _object_variables(walks, config),
+            "validations": validations}
+    if trusted:
+        spec["matchConditions"] = [{
+            "name": "not-a-trusted-controllers-child",
+            "expression": f"!(request.userInfo.username in {_list(trusted)} && "
+                          "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, "
+                          "has(r.controller) && r.controller))"}]
+    result.objects = [{"apiVersion": GROUP, "kind": "ValidatingAdmissionPolicy",
+                       "metadata": {"name": name + end, "labels": {"app.kubernetes.io/managed-by": "aiadmit"},
+                                    "annotations": {"aiadmit.dev/policy": policy.id,
+                                                    "aiadmit.dev/rules": ",".join(result.rules),
+                                                    "aiadmit.dev/kubernetes-version": version.name}},
+                       "spec": spec}] + bindings
+    return result
+
+
+def _read_names(policy: Policy) -> set:
+    names = set(policy.variables)
+    for expression in policy.named.values():
+        names |= set(expression.variables)
+    return names
+
+
+def _list(values: list[str]) -> str:
+    return "[" + ", ".join(literal(v) for v in values) + "]"
+
+
+def export(policies: list[Policy], config: Config, version: KubernetesVersion,
+           static: bool = False) -> list[Exported]:
+    """Every enabled policy's export, in id order."""
+    return [export_policy(p, config, version, static) for p in sorted(policies, key=lambda p: p.id)
+            if config.settings(p.id).enabled]
