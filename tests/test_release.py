@@ -72,7 +72,7 @@ def test_no_install_command_names_a_package_index_that_does_not_serve_aiadmit():
 
 
 def _snippets(text: str) -> list[str]:
-    return [block for block in re.findall(r"```yaml\n(.*?)```", text, re.S) if "id: aiadmit-audit" in block]
+    return [block for block in re.findall(r"```yaml\n(.*?)```", text, re.S) if "id: aiadmit-audit" in block and "repo: " in block]
 
 
 def test_pre_commit_snippets_name_a_rev_and_a_placeholder_to_replace():
