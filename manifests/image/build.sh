@@ -182,7 +182,7 @@ rm -rf "$stage/out" && mkdir -p "$stage/out"
 python3 "$here/oci.py" --out "$stage/out/oci" --epoch "$epoch" --config "$stage/config.json" --ref "$ref" \
   --layer "$r" --skip opt/aiadmit --layer "$r/opt/aiadmit=opt/aiadmit" \
   --label "org.opencontainers.image.title=aiadmit" \
-  --label "org.opencontainers.image.version=$(python3 -c 'import sys,tomllib; print(tomllib.load(open(sys.argv[1],"rb"))["project"]["version"])' "$repo/pyproject.toml")" \
+  --label "org.opencontainers.image.version=$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' "$repo/webhook/__init__.py")" \
   --label "org.opencontainers.image.base.name=debian:$DEBIAN_SUITE ${packages[*]}" \
   > "$stage/out/oci.json"
 tar -C "$stage/out/oci" --sort=name --mtime="@$epoch" --owner=0 --group=0 --numeric-owner \

@@ -13,6 +13,8 @@
 #     three minutes alone cold)
 #  7. the Dockerfile built by buildah on a local Debian base (tests/e2e/install/dockerbuild.py; about 1-3.5 minutes
 #     cold, bounded to 15), for tests/e2e/install/test_dockerfile.py and the cluster test's upgrade to that image
+#  8. promrules, Prometheus's rule-file parser: tests/tools/promrules/build.sh (tests/test_monitoring.py; about
+#     20 s cold with the module downloads cached)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -21,6 +23,7 @@ warn() { printf '[ci-prepare] warning: %s\n' "$*" >&2; }
 "$here/cluster/build.sh"
 "$here/cluster/build-helm.sh"
 "$repo/tests/tools/k8scel/build.sh"
+"$repo/tests/tools/promrules/build.sh" || warn "promrules did not build; tests/test_monitoring.py will skip and say why"
 
 packages=(mmdebstrap containerd runc containernetworking-plugins iptables buildah)
 missing=()

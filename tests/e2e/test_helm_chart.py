@@ -146,6 +146,43 @@ def overlay(tmp_path: Path, components: list[str], resources: str = "../../base"
     return directory
 
 
+MONITORING_CRDS = ROOT / "tests" / "data" / "prometheus-operator-crds.yaml"
+EXTRA_POLICY = MANIFESTS / "components" / "extra-policies" / "policies" / "team-label.yaml"
+# Every knob of issue 24 item 4 at once, as a cluster would set them (the value files of the tests below).
+KNOBS = {
+    "priorityClassName": "system-node-critical",
+    "nodeSelector": {"kubernetes.io/os": "linux"},
+    "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"}],
+    "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 50, "preference": {"matchExpressions": [
+            {"key": "node-role.example.com/system", "operator": "In", "values": ["true"]}]}}]}},
+    "topologySpreadConstraints": [
+        {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+         "matchLabelKeys": ["pod-template-hash"]}],
+    "imagePullSecrets": [{"name": "registry-credentials"}],
+    "podAnnotations": {"example.com/owner": "platform"},
+    "podLabels": {"team": "platform"},
+    "extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy.internal:3128"}],
+    "extraVolumes": [{"name": "trust", "configMap": {"name": "corporate-ca"}}],
+    "extraVolumeMounts": [{"name": "trust", "mountPath": "/etc/ssl/corporate", "readOnly": True}],
+    "extraPolicies": {"team-label": EXTRA_POLICY.read_text()},
+    "extraExceptions": [{"name": "legacy-batch", "policies": ["resources-declared"], "namespaces": ["legacy-batch"],
+                         "reason": "Jobs from the old scheduler; being migrated (TICKET-123).",
+                         "expires": "2027-03-31"}],
+    "monitoring": {"serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+                   "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+                   "dashboard": {"enabled": True}},
+}
+MONITORING_ON = ["monitoring.serviceMonitor.enabled=true", "monitoring.prometheusRule.enabled=true",
+                 "monitoring.dashboard.enabled=true"]
+
+
+def values_file(tmp_path: Path, values: dict, name: str = "values.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(values))
+    return path
+
+
 CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nnot checked by rendering\n-----END CERTIFICATE-----\n").decode()
 
 
@@ -155,20 +192,43 @@ CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nnot checked by rendering\n-
     ["mode=audit", "priorityClasses.create=true"],
     ["mode=warn", "certificates.source=secret", f"certificates.caBundle={CA}", "namespace.create=true"],
     ["image.digest=sha256:" + "0" * 64, "replicaCount=3"],
-], ids=["defaults", "audit", "warn-secret", "digest"])
-def test_helm_lint_strict(helm, settings):
+    MONITORING_ON,
+    ["KNOBS"],
+], ids=["defaults", "audit", "warn-secret", "digest", "monitoring", "every-knob"])
+def test_helm_lint_strict(helm, settings, tmp_path):
     args = [helm, "lint", "--strict", str(CHART), "--namespace", NAMESPACE]
     for setting in settings:
-        args += ["--set", setting]
+        args += ["--values", str(values_file(tmp_path, KNOBS))] if setting == "KNOBS" else ["--set", setting]
     done = run(*args)
     assert "1 chart(s) linted, 0 chart(s) failed" in done.stdout, done.stdout
 
 
 def test_values_schema_rejects_what_would_be_silently_ignored(helm):
     for setting, message in (("mode=enforced", "/mode"), ("replicas=3", "replicas"),
-                             ("certificates.source=self", "/certificates/source")):
+                             ("certificates.source=self", "/certificates/source"),
+                             ("monitoring.serviceMonitor.enable=true", "enable"),
+                             ("monitoring.prometheusRule.runbookBaseURL=docs/operations.md", "runbookBaseURL"),
+                             ("nodeSelector=linux", "/nodeSelector"),
+                             ("podLabels.app\\.kubernetes\\.io/name=other",
+                              "invalid propertyName 'app.kubernetes.io/name'"),
+                             ("tolerations[0].operator=Exist", "/tolerations/0/operator"),
+                             ("imagePullSecrets[0].nam=x", "/imagePullSecrets/0"),
+                             ("extraVolumeMounts[0].name=x", "/extraVolumeMounts/0"),
+                             ("extraExceptions[0].name=x", "/extraExceptions/0"),
+                             ("extraPolicies.Bad_Name=x", "invalid propertyName 'Bad_Name'"),
+                             ("priorityClassName=System_Critical", "/priorityClassName")):
         done = run(helm, "template", "aiadmit", str(CHART), "--set", setting, check=False)
         assert done.returncode != 0 and message in done.stderr, (setting, done.stderr)
+
+
+def test_an_extra_policy_with_a_built_in_id_refuses_to_render(helm, tmp_path):
+    """Loaded with --extra-policies, a second policy of the same id would fail every new replica's load and stall
+    the rollout: the chart says so at render time, naming both."""
+    text = EXTRA_POLICY.read_text().replace("name: team-label", "name: shm-sized")
+    done = run(helm, "template", "aiadmit", str(CHART), "--values",
+               str(values_file(tmp_path, {"extraPolicies": {"mine": text}})), check=False)
+    assert done.returncode != 0, done.stdout[-500:]
+    assert 'extraPolicies.mine: policy id "shm-sized" is a built-in policy (shm-sized.yaml)' in done.stderr, done.stderr
 
 
 def test_secret_source_without_a_ca_bundle_refuses_to_render(helm):
@@ -241,6 +301,142 @@ def test_a_config_change_renames_the_config_map_so_the_deployment_rolls(helm):
     assert {o["metadata"]["name"] for o in template(helm) if o["kind"] == "ConfigMap"} == set(before.values())
 
 
+def test_monitoring_values_render_the_monitoring_component(helm, kubectl, tmp_path):
+    """monitoring.*.enabled renders what components/monitoring adds (the same ServiceMonitor, PrometheusRule and
+    dashboard), and nothing else changes."""
+    chart = template(helm, "namespace.create=true", *MONITORING_ON)
+    kustomized = kustomize(kubectl, overlay(tmp_path, ["monitoring"], resources="../cert-manager"))
+    assert_same(chart, kustomized)
+    assert {o["kind"] for o in chart} >= {"ServiceMonitor", "PrometheusRule"}
+
+
+def test_monitoring_values_reach_the_objects(helm, tmp_path):
+    chart = template(helm, values=values_file(tmp_path, {"monitoring": {
+        "serviceMonitor": {"enabled": True, "labels": {"release": "kps"}, "interval": "15s"},
+        "prometheusRule": {"enabled": True, "labels": {"release": "kps"},
+                           "runbookBaseURL": "https://git.example/ops/aiadmit.md/"},
+        "dashboard": {"enabled": True, "namespace": "grafana"}}}), namespace="ml-platform")
+    (monitor,) = [o for o in chart if o["kind"] == "ServiceMonitor"]
+    assert monitor["metadata"]["labels"]["release"] == "kps"
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["ml-platform"]}
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["interval"] == "15s" and endpoint["tlsConfig"]["serverName"] == "aiadmit.ml-platform.svc"
+    (rule,) = [o for o in chart if o["kind"] == "PrometheusRule"]
+    urls = [r["annotations"]["runbook_url"] for g in rule["spec"]["groups"] for r in g["rules"]]
+    assert urls and all(u.startswith("https://git.example/ops/aiadmit.md#aiadmit") for u in urls), urls
+    (board,) = [o for o in chart if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "aiadmit-dashboard"]
+    assert board["metadata"]["namespace"] == "grafana" and board["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(board["data"]["aiadmit-dashboard.json"])["uid"] == "aiadmit-webhook"
+
+
+@pytest.mark.parametrize("component,values", [
+    ("extra-policies", {"extraPolicies": {"team-label": EXTRA_POLICY.read_text()}}),
+    ("system-pool", {"nodeSelector": {"kubernetes.io/os": "linux"},
+                     "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"}]}),
+    ("private-registry", {"imagePullSecrets": [{"name": "registry-credentials"}]}),
+])
+def test_knob_values_render_their_kustomize_component(helm, kubectl, tmp_path, component, values):
+    chart = template(helm, "namespace.create=true", values=values_file(tmp_path, values))
+    assert_same(chart, kustomize(kubectl, overlay(tmp_path, [component], resources="../cert-manager")))
+
+
+def test_every_knob_lands_in_the_pod_template(helm, tmp_path):
+    chart = template(helm, values=values_file(tmp_path, KNOBS))
+    (deployment,) = [o for o in chart if o["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]
+    spec, (container,) = pod["spec"], pod["spec"]["containers"]
+    assert pod["metadata"]["annotations"] == KNOBS["podAnnotations"]
+    assert pod["metadata"]["labels"]["team"] == "platform"
+    assert pod["metadata"]["labels"]["app.kubernetes.io/name"] == "aiadmit"  # the selector's labels stay
+    for key in ("priorityClassName", "nodeSelector", "tolerations", "affinity", "imagePullSecrets"):
+        assert spec[key] == KNOBS[key], key
+    (spread,) = spec["topologySpreadConstraints"]  # replaces the built-in two, with the webhook's selector added
+    assert spread["topologyKey"] == "topology.kubernetes.io/zone"
+    assert spread["labelSelector"] == deployment["spec"]["selector"]
+    assert container["env"][0]["name"] == "POD_NAMESPACE" and container["env"][1:] == KNOBS["extraEnv"]
+    assert container["volumeMounts"][-1] == KNOBS["extraVolumeMounts"][0]
+    assert spec["volumes"][-1] == KNOBS["extraVolumes"][0]
+    assert "--extra-policies=/etc/aiadmit/extra-policies" in container["args"]
+    (extra,) = [o for o in chart if o["kind"] == "ConfigMap" and "team-label.yaml" in o["data"]]
+    mounted = {v["name"]: v for v in spec["volumes"]}["extra-policies"]
+    assert mounted["configMap"]["name"] == extra["metadata"]["name"]
+    config = yaml.safe_load(next(o for o in chart if o["kind"] == "ConfigMap" and "config.yaml" in o["data"])
+                            ["data"]["config.yaml"])
+    assert config["exceptions"] == KNOBS["extraExceptions"]
+    # extraExceptions add to config.exceptions, they do not replace them
+    both = template(helm, values=values_file(tmp_path, {"config": {"exceptions": [dict(
+        KNOBS["extraExceptions"][0], name="from-config")]}, "extraExceptions": KNOBS["extraExceptions"]}, "b.yaml"))
+    config = yaml.safe_load(next(o for o in both if o["kind"] == "ConfigMap" and "config.yaml" in o["data"])
+                            ["data"]["config.yaml"])
+    assert [e["name"] for e in config["exceptions"]] == ["from-config", "legacy-batch"]
+
+
+def test_extra_policies_and_exceptions_load_and_apply_as_a_replica_would(helm, tmp_path):
+    """The chart's three ConfigMaps written out as the kubelet mounts them, then `aiadmit audit` with the
+    Deployment's own --config/--policies/--extra-policies: the extra policy runs, the extra exception lifts
+    resources-declared in its namespace only."""
+    text = run(helm, "template", "aiadmit", str(CHART), "--namespace", NAMESPACE, "--values",
+               str(values_file(tmp_path, KNOBS))).stdout
+    objects = [o for o in yaml.safe_load_all(text) if o]
+    (container,) = next(o for o in objects if o["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in next(o for o in objects if o["kind"] == "Deployment")["spec"]["template"]
+               ["spec"]["volumes"]}
+    root = tmp_path / "root"
+    for name in ("config", "policies", "extra-policies"):
+        config_map = next(o for o in objects if o["kind"] == "ConfigMap"
+                          and o["metadata"]["name"] == volumes[name]["configMap"]["name"])
+        directory = root / mounts[name].lstrip("/")
+        directory.mkdir(parents=True)
+        for key, value in config_map["data"].items():
+            (directory / key).write_text(value)
+    args = [a.replace("=/etc/", f"={root}/etc/").split("=", 1) for a in container["args"]
+            if a.startswith(("--config=", "--policies=", "--extra-policies="))]
+    assert len(args) == 3
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "legacy-batch"},
+           "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+               {"name": "t", "image": "registry.example/t@sha256:" + "a" * 64,
+                "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}
+    other = copy.deepcopy(job)
+    other["metadata"]["namespace"] = "ml-team"
+    done = run(sys.executable, "-m", "webhook", "audit", "-f", "json", *[x for pair in args for x in pair], "-",
+               stdin=yaml.safe_dump_all([job, other]), check=False)
+    report = json.loads(done.stdout)
+    assert not report["errors"], report["errors"]
+    by = {}
+    for finding in report["findings"]:
+        by.setdefault((finding["policy"], finding["resource"]["namespace"]), set()).add(finding["result"])
+    assert by[("team-label", "legacy-batch")] == {"fail"} and by[("team-label", "ml-team")] == {"fail"}
+    assert "fail" in by.get(("resources-declared", "ml-team"), set())
+    assert "fail" not in by.get(("resources-declared", "legacy-batch"), set())
+
+
+def test_helm_package_makes_the_versioned_chart_that_renders_the_same(helm, tmp_path):
+    """docs/operations.md, "Publish to your own registry": `helm package` gives aiadmit-<version>.tgz, with the
+    version of webhook/__init__.py, the schema and every copied file in it, and installing from the archive renders
+    what the directory does. (`helm push` to an OCI registry is not tested: no registry runs here.)"""
+    import tarfile
+
+    sys.path.insert(0, str(ROOT))
+    from webhook import __version__
+
+    done = run(helm, "package", str(CHART), "--destination", str(tmp_path))
+    archive = tmp_path / f"aiadmit-{__version__}.tgz"
+    assert archive.is_file() and str(archive) in done.stdout, done.stdout
+    with tarfile.open(archive) as packed:
+        names = set(packed.getnames())
+    for path in CHART.rglob("*"):
+        if path.is_file() and path.name != ".helmignore":
+            assert f"aiadmit/{path.relative_to(CHART)}" in names, path
+    shown = yaml.safe_load(run(helm, "show", "chart", str(archive)).stdout)
+    assert (shown["version"], shown["appVersion"]) == (__version__, __version__)
+    settings = ["--namespace", NAMESPACE, "--values", str(values_file(tmp_path, KNOBS))]
+    from_dir = run(helm, "template", "aiadmit", str(CHART), *settings).stdout
+    assert run(helm, "template", "aiadmit", str(archive), *settings).stdout == from_dir
+    (deployment,) = [o for o in yaml.safe_load_all(from_dir) if o and o["kind"] == "Deployment"]
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == f"ghcr.io/aiadmit/aiadmit:{__version__}"
+
+
 # ---------------------------------------------------------------------------------------------- dogfooding
 def test_rendered_chart_is_audited_clean_by_aiadmit(helm, tmp_path):
     """`helm template | aiadmit audit -`, in the release namespace and in an ordinary one (where aiadmit's own
@@ -287,7 +483,29 @@ def test_rendered_objects_are_accepted_by_the_api_server(helm, apiserver, tmp_pa
         dict(c, name=f"{c['name']}-{suffix}") for c in defaults]}}))
     objects = template(helm, "certificates.source=secret", f"certificates.caBundle={ca}",
                        "priorityClasses.create=true", "namespace.create=true", namespace=namespace, values=values)
+    assert_dry_run_accepts(apiserver, namespace, objects)
     assert sum(o["kind"] == "PriorityClass" for o in objects) == 7
+
+
+def test_every_knob_and_the_monitoring_objects_are_accepted_by_the_api_server(helm, apiserver, tmp_path):
+    """The same server-side dry run with every knob of KNOBS set and the monitoring objects on, against the
+    Prometheus Operator's own CRD schemas (tests/data/prometheus-operator-crds.yaml, installed first: cluster-wide
+    CRDs, which no other module defines)."""
+    apiserver.kubectl("apply", "--server-side", "--field-manager=aiadmit-e2e", "-f", str(MONITORING_CRDS))
+    apiserver.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                      "crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
+    namespace = f"aiadmit-knobs-{uuid.uuid4().hex[:6]}"
+    certs = tmp_path / "certs"
+    run(sys.executable, "-m", "webhook", "certs", "generate", "--out", str(certs), "--service", "aiadmit",
+        "--namespace", namespace)
+    ca = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
+    objects = template(helm, "namespace.create=true", "certificates.source=secret", f"certificates.caBundle={ca}",
+                       namespace=namespace, values=values_file(tmp_path, KNOBS))
+    assert {"ServiceMonitor", "PrometheusRule"} <= {o["kind"] for o in objects}
+    assert_dry_run_accepts(apiserver, namespace, objects)
+
+
+def assert_dry_run_accepts(apiserver, namespace: str, objects: list[dict]) -> None:
     (ns_object,) = [o for o in objects if o["kind"] == "Namespace"]
     apiserver.kubectl("apply", "--server-side", "--field-manager=aiadmit-e2e", "-f", "-", input=json.dumps(ns_object))
     rest = [o for o in objects if o["kind"] != "Namespace"]

@@ -37,6 +37,9 @@ and their default actions are read from the bundle the chart carries (files/poli
 {{- $config := deepCopy (.Values.config | default dict) -}}
 {{- $_ := set $config "apiVersion" "aiadmit.dev/v1alpha1" -}}
 {{- $_ := set $config "kind" "Config" -}}
+{{- if .Values.extraExceptions -}}
+{{- $_ := set $config "exceptions" (concat ($config.exceptions | default list) .Values.extraExceptions) -}}
+{{- end -}}
 {{- if ne .Values.mode "enforce" -}}
 {{- $policies := $config.policies | default dict -}}
 {{- range $path, $_ := .Files.Glob "files/policies/*.yaml" -}}
@@ -62,6 +65,33 @@ aiadmit-config-{{ include "aiadmit.config" . | sha256sum | trunc 10 }}
 {{/* The policy files, one key per file (their base names), as the server reads them from the mounted directory. */}}
 {{- define "aiadmit.policiesData" -}}
 {{ (.Files.Glob "files/policies/*.yaml").AsConfig }}
+{{- end -}}
+
+{{/*
+extraPolicies: key -> a policy document (an object, as in a policies/ file; or its YAML text). The file is
+<key>.yaml. A key or policy id of the built-in bundle stops the rendering here, with the name, rather than at the
+server's load (where the rollout would stall on replicas that never become ready).
+*/}}
+{{- define "aiadmit.extraPoliciesData" -}}
+{{- $builtin := dict -}}
+{{- range $path, $_ := .Files.Glob "files/policies/*.yaml" -}}
+{{- $_ := set $builtin (($.Files.Get $path | fromYaml).metadata.name) (base $path) -}}
+{{- end -}}
+{{- $data := dict -}}
+{{- range $key, $policy := .Values.extraPolicies -}}
+{{- $document := $policy -}}
+{{- if kindIs "string" $policy -}}{{- $document = fromYaml $policy -}}{{- end -}}
+{{- $id := (($document | default dict).metadata | default dict).name | default "" -}}
+{{- if hasKey $builtin $id -}}
+{{- fail (printf "extraPolicies.%s: policy id %q is a built-in policy (%s); configure it under config.policies instead, or give yours another name" $key $id (get $builtin $id)) -}}
+{{- end -}}
+{{- $_ := set $data (printf "%s.yaml" $key) (ternary $policy (toYaml $policy) (kindIs "string" $policy)) -}}
+{{- end -}}
+{{- toYaml $data -}}
+{{- end -}}
+
+{{- define "aiadmit.extraPoliciesName" -}}
+aiadmit-extra-policies-{{ include "aiadmit.extraPoliciesData" . | sha256sum | trunc 10 }}
 {{- end -}}
 
 {{- define "aiadmit.policiesName" -}}
