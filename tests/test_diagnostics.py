@@ -141,6 +141,17 @@ def test_each_element_of_a_param_list_a_comprehension_feeds_to_a_regex_is_checke
     assert aiadmit("policies", "--policies", str(policy)).returncode == 0
 
 
+def test_a_config_override_of_a_regex_param_is_reported_in_the_config_file(tmp_path):
+    policy, config = tmp_path / "policy.yaml", tmp_path / "config.yaml"
+    policy.write_text(REGEX_POLICY.replace("^(?!docker.io)", "^registry[.]example/"))
+    config.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\npolicies:\n  image-registry:\n"
+                      "    params:\n      pattern: \"^(?!docker.io)\"\n")
+    done = aiadmit("policies", "--config", str(config), "--policies", str(policy))
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"{config}:6:") and "param pattern: invalid regular expression" in line, line
+
+
 def test_one_misspelt_param_in_a_variable_is_one_error_not_a_cascade(tmp_path):
     policy = tmp_path / "policy.yaml"
     policy.write_text(REGEX_POLICY.replace("^(?!docker.io)", "^registry[.]example/")

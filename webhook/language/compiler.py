@@ -59,11 +59,12 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     def at_param(exc: CelError, user: str) -> bool:
         """A param's value that is the mistake (a non-RE2 pattern) is reported at that value, once."""
         param = getattr(exc, "param", None)
-        if not param or param[0] in (params_override or {}) or param[0] not in (doc.get("params") or {}):
-            return False  # a config override: still reported at the expression that uses it
-        if param not in reported:
+        if not param or param[0] not in params:
+            return False
+        if param not in reported:  # an override is located in the config file by the loader (the 4th item)
             reported.add(param)
-            problems.append(("/params/" + "/".join(map(str, param)), f"{exc.message} (used by {user})"))
+            problems.append(("/params/" + "/".join(map(str, param)), f"{exc.message} (used by {user})", None,
+                             param if param[0] in (params_override or {}) else None))
         return True
 
     named, levels = _variables(doc, params, checks, problems, limits, portable, broken, at_param)
