@@ -331,6 +331,39 @@ def test_rollout_components_lower_every_policy_and_fail_open(kubectl, workdir, t
     assert {f.policy for f in failed} >= {"resources-declared", "shm-sized", "priority-class"}
     assert {f.action for f in failed} <= allowed
 
+# The peers components/network-policy ships (documentation CIDRs and the usual Prometheus labels), written out here
+# as the oracle; tests/e2e/test_helm_chart.py renders the chart's networkPolicy values to the same object.
+PORT_8443 = [{"protocol": "TCP", "port": 8443}]
+NARROWED_INGRESS = [
+    {"from": [{"ipBlock": {"cidr": "192.0.2.0/24"}}, {"ipBlock": {"cidr": "2001:db8::/64"}}], "ports": PORT_8443},
+    {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+               "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}], "ports": PORT_8443},
+]
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_network_policy_component_admits_8443_only_from_the_named_peers(kubectl, workdir, rendered, version):
+    """base + components/network-policy: the webhook port only from the API server's CIDRs and the scraper's
+    namespace and pods, nothing else of the base changed, and the object is a valid NetworkPolicy of every supported
+    release. The base itself keeps one rule with no `from` (every source): the API server's address is unnamed."""
+    import kubernetes_validate
+
+    directory = workdir / "overlays" / f"under-test-network-policy-{version}"
+    directory.mkdir()
+    (directory / "kustomization.yaml").write_text(yaml.safe_dump({
+        "resources": ["../../base"], "components": ["../../components/network-policy"]}))
+    objects = render(kubectl, directory)[1]
+    policy = one(objects, "NetworkPolicy", "aiadmit")
+    assert policy["spec"]["ingress"] == NARROWED_INGRESS
+    kubernetes_validate.validate(policy, version, strict=True)
+    base = one(rendered["base"], "NetworkPolicy", "aiadmit")
+    assert base["spec"]["ingress"] == [{"ports": PORT_8443}]
+    assert {k: v for k, v in policy["spec"].items() if k != "ingress"} == \
+        {k: v for k, v in base["spec"].items() if k != "ingress"}
+    assert [o for o in objects if o["kind"] != "NetworkPolicy"] == \
+        [o for o in rendered["base"] if o["kind"] != "NetworkPolicy"]
+
+
 def _pem_of(bundle: str) -> bytes:
     return base64.b64decode("".join(bundle.split()))
 
