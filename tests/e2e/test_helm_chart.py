@@ -231,6 +231,7 @@ def test_values_schema_rejects_what_would_be_silently_ignored(helm):
                              ("networkPolicy.apiServerCIDRs[0]=api.example.com/32",
                               "/networkPolicy/apiServerCIDRs/0"),
                              ("networkPolicy.apiServerCIDRs[0]=fd00::/129", "/networkPolicy/apiServerCIDRs/0"),
+                             ("networkPolicy.apiServerCIDRs[0]=10.0.0.0/8\n", "/networkPolicy/apiServerCIDRs/0"),
                              ("networkPolicy.metricsPodSelector.matchLabel.app=x", "/networkPolicy/metricsPodSelector"),
                              ("networkPolicy.apiServerCIDR[0]=10.0.0.0/8", "apiServerCIDR")):
         done = run(helm, "template", "aiadmit", str(CHART), "--set", setting, check=False)
