@@ -12,6 +12,7 @@ kinds are not in those schemas: they get structural checks of the fields this de
 from __future__ import annotations
 
 import base64
+import functools
 import importlib.util
 import os
 import shutil
@@ -330,6 +331,87 @@ def test_rollout_components_lower_every_policy_and_fail_open(kubectl, workdir, t
     failed = [f for f in result.findings if f.result == "fail"]
     assert {f.policy for f in failed} >= {"resources-declared", "shm-sized", "priority-class"}
     assert {f.action for f in failed} <= allowed
+
+# The peers components/network-policy ships (documentation CIDRs and the usual Prometheus labels), written out here
+# as the oracle; tests/e2e/test_helm_chart.py renders the chart's networkPolicy values to the same object.
+PORT_8443 = [{"protocol": "TCP", "port": 8443}]
+NARROWED_INGRESS = [
+    {"from": [{"ipBlock": {"cidr": "192.0.2.0/24"}}, {"ipBlock": {"cidr": "2001:db8::/64"}}], "ports": PORT_8443},
+    {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+               "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}], "ports": PORT_8443},
+]
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_network_policy_component_admits_8443_only_from_the_named_peers(kubectl, workdir, rendered, version):
+    """base + components/network-policy: the webhook port only from the API server's CIDRs and the scraper's
+    namespace and pods, nothing else of the base changed, and the object is a valid NetworkPolicy of every supported
+    release. The base itself keeps one rule with no `from` (every source): the API server's address is unnamed."""
+    import kubernetes_validate
+
+    directory = workdir / "overlays" / f"under-test-network-policy-{version}"
+    directory.mkdir()
+    (directory / "kustomization.yaml").write_text(yaml.safe_dump({
+        "resources": ["../../base"], "components": ["../../components/network-policy"]}))
+    objects = render(kubectl, directory)[1]
+    policy = one(objects, "NetworkPolicy", "aiadmit")
+    assert policy["spec"]["ingress"] == NARROWED_INGRESS
+    kubernetes_validate.validate(policy, version, strict=True)
+    base = one(rendered["base"], "NetworkPolicy", "aiadmit")
+    assert base["spec"]["ingress"] == [{"ports": PORT_8443}]
+    assert {k: v for k, v in policy["spec"].items() if k != "ingress"} == \
+        {k: v for k, v in base["spec"].items() if k != "ingress"}
+    assert [o for o in objects if o["kind"] != "NetworkPolicy"] == \
+        [o for o in rendered["base"] if o["kind"] != "NetworkPolicy"]
+
+
+@functools.lru_cache(maxsize=1)
+def _cidr_item_validator():
+    import jsonschema
+
+    with open(os.path.join(ROOT, "charts", "aiadmit", "values.schema.json"), encoding="utf-8") as handle:
+        schema = yaml.safe_load(handle)
+    return jsonschema.Draft7Validator(schema["properties"]["networkPolicy"]["properties"]["apiServerCIDRs"]["items"])
+
+
+def _cidr_accepted(value) -> bool:
+    """Whether the chart's values.schema.json takes `value` as networkPolicy.apiServerCIDRs' one item (helm checks
+    the same schema on install, upgrade, template and lint; tests/e2e/test_helm_chart.py runs helm on a few)."""
+    return _cidr_item_validator().is_valid(value)
+
+
+def test_chart_schema_takes_every_cidr_and_refuses_what_is_not_one():
+    """Every IPv4 and IPv6 network (compressed and exploded, every prefix length, seeded random addresses) is taken;
+    an address without a prefix, a prefix too long, an octet over 255, a leading zero, a host name, a range or a
+    list in one string are refused: an ipBlock the API server would reject, or one that would mean another range."""
+    import ipaddress
+    import random
+
+    rng = random.Random(21)
+    good = ["0.0.0.0/0", "::/0", "10.0.0.0/8", "192.0.2.0/24", "10.1.2.3/32", "2001:db8::/64", "fd00:10::/64",
+            "::1/128", "fe80::/10"]
+    for _ in range(300):
+        v4 = ipaddress.IPv4Network((rng.getrandbits(32), rng.randint(0, 32)), strict=False)
+        v6 = ipaddress.IPv6Network((rng.getrandbits(128) >> rng.choice((0, 16, 64, 112)), rng.randint(0, 128)),
+                                   strict=False)
+        good += [str(v4), str(v6), v6.exploded, str(v6).upper()]
+    refused = [g for g in good if not _cidr_accepted(g)]
+    assert not refused, refused[:10]
+    bad = ["10.0.0.1", "10.0.0.0/33", "256.0.0.0/8", "10.0.0/8", "010.0.0.0/8", "10.0.0.0/08x", "api.example.com/32",
+           "fd00::/129", "fd00:::1/64", "1:2:3:4:5:6:7:8:9/64", "12345::/16", "2001:db8::", "10.0.0.0/8,10.1.0.0/16",
+           "10.0.0.0-10.0.0.255", " 10.0.0.0/8", "", "/8", 10]
+    # (Not here: a trailing newline. Python's `$` matches before one, helm's (Go RE2, as JSON Schema's ECMA-262) does
+    # not: test_helm_chart.py::test_values_schema_rejects_what_would_be_silently_ignored has helm refuse it.)
+    wrongly_taken = [b for b in bad if _cidr_accepted(b)]
+    assert not wrongly_taken, wrongly_taken
+    for value in bad[:-1]:  # the oracle agrees: none is a network Python's ipaddress parses as written
+        try:
+            ipaddress.ip_network(value, strict=False)
+            parsed = "/" in value
+        except ValueError:
+            parsed = False
+        assert not parsed, value
+
 
 def _pem_of(bundle: str) -> bytes:
     return base64.b64decode("".join(bundle.split()))

@@ -172,7 +172,15 @@ KNOBS = {
     "monitoring": {"serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
                    "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
                    "dashboard": {"enabled": True}},
+    "networkPolicy": {"apiServerCIDRs": ["10.0.0.0/24", "fd00:10::/64"],
+                      "metricsNamespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                      "metricsPodSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}},
 }
+# The chart's values equal to components/network-policy's example peers (tests/test_manifests.py checks the component).
+NETWORK_POLICY = {"apiServerCIDRs": ["192.0.2.0/24", "2001:db8::/64"],
+                  "metricsNamespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                  "metricsPodSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}
+PORT_8443 = [{"protocol": "TCP", "port": 8443}]
 MONITORING_ON = ["monitoring.serviceMonitor.enabled=true", "monitoring.prometheusRule.enabled=true",
                  "monitoring.dashboard.enabled=true"]
 
@@ -216,7 +224,16 @@ def test_values_schema_rejects_what_would_be_silently_ignored(helm):
                              ("extraVolumeMounts[0].name=x", "/extraVolumeMounts/0"),
                              ("extraExceptions[0].name=x", "/extraExceptions/0"),
                              ("extraPolicies.Bad_Name=x", "invalid propertyName 'Bad_Name'"),
-                             ("priorityClassName=System_Critical", "/priorityClassName")):
+                             ("priorityClassName=System_Critical", "/priorityClassName"),
+                             ("networkPolicy.apiServerCIDRs[0]=10.0.0.0/33", "/networkPolicy/apiServerCIDRs/0"),
+                             ("networkPolicy.apiServerCIDRs[0]=10.0.0.1", "/networkPolicy/apiServerCIDRs/0"),
+                             ("networkPolicy.apiServerCIDRs[0]=256.0.0.0/8", "/networkPolicy/apiServerCIDRs/0"),
+                             ("networkPolicy.apiServerCIDRs[0]=api.example.com/32",
+                              "/networkPolicy/apiServerCIDRs/0"),
+                             ("networkPolicy.apiServerCIDRs[0]=fd00::/129", "/networkPolicy/apiServerCIDRs/0"),
+                             ("networkPolicy.apiServerCIDRs[0]=10.0.0.0/8\n", "/networkPolicy/apiServerCIDRs/0"),
+                             ("networkPolicy.metricsPodSelector.matchLabel.app=x", "/networkPolicy/metricsPodSelector"),
+                             ("networkPolicy.apiServerCIDR[0]=10.0.0.0/8", "apiServerCIDR")):
         done = run(helm, "template", "aiadmit", str(CHART), "--set", setting, check=False)
         assert done.returncode != 0 and message in done.stderr, (setting, done.stderr)
 
@@ -334,10 +351,48 @@ def test_monitoring_values_reach_the_objects(helm, tmp_path):
     ("system-pool", {"nodeSelector": {"kubernetes.io/os": "linux"},
                      "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"}]}),
     ("private-registry", {"imagePullSecrets": [{"name": "registry-credentials"}]}),
+    ("network-policy", {"networkPolicy": NETWORK_POLICY}),
 ])
 def test_knob_values_render_their_kustomize_component(helm, kubectl, tmp_path, component, values):
     chart = template(helm, "namespace.create=true", values=values_file(tmp_path, values))
     assert_same(chart, kustomize(kubectl, overlay(tmp_path, [component], resources="../cert-manager")))
+
+
+@pytest.mark.parametrize("values,ingress", [
+    ({}, [{"ports": PORT_8443}]),
+    ({"apiServerCIDRs": ["10.0.0.0/24"]}, [{"from": [{"ipBlock": {"cidr": "10.0.0.0/24"}}], "ports": PORT_8443}]),
+    ({"apiServerCIDRs": ["172.16.0.0/28", "fd00:10::/64"],
+      "metricsNamespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}},
+     [{"from": [{"ipBlock": {"cidr": "172.16.0.0/28"}}, {"ipBlock": {"cidr": "fd00:10::/64"}}], "ports": PORT_8443},
+      {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+       "ports": PORT_8443}]),
+    ({"apiServerCIDRs": ["10.0.0.0/24"],
+      "metricsPodSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["prometheus"]}]}},
+     [{"from": [{"ipBlock": {"cidr": "10.0.0.0/24"}}], "ports": PORT_8443},
+      {"from": [{"podSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["prometheus"]}]}}],
+       "ports": PORT_8443}]),
+    (NETWORK_POLICY, [
+        {"from": [{"ipBlock": {"cidr": "192.0.2.0/24"}}, {"ipBlock": {"cidr": "2001:db8::/64"}}], "ports": PORT_8443},
+        {"from": [{"namespaceSelector": NETWORK_POLICY["metricsNamespaceSelector"],
+                   "podSelector": NETWORK_POLICY["metricsPodSelector"]}], "ports": PORT_8443}]),
+], ids=["default-open", "cidr-only", "cidrs-and-namespace", "cidr-and-pods", "component"])
+def test_network_policy_values_give_exactly_these_ingress_rules(helm, tmp_path, values, ingress):
+    """The webhook port from every source by default (the API server's address is unnamed); with apiServerCIDRs,
+    only from them (one peer per CIDR) and from the scraper (namespace and pod selector in one peer: both must
+    match). Egress never changes."""
+    chart = template(helm, values=values_file(tmp_path, {"networkPolicy": values}))
+    (policy,) = [o for o in chart if o["kind"] == "NetworkPolicy"]
+    assert policy["spec"]["ingress"] == ingress
+    assert policy["spec"]["egress"] == [{"ports": [{"protocol": "TCP", "port": 443}, {"protocol": "TCP", "port": 6443}]}]
+
+
+def test_a_scraper_selector_without_api_server_cidrs_refuses_to_render(helm, tmp_path):
+    """Without the API server's CIDRs 8443 stays open to every source, so a scraper selector would narrow nothing
+    while reading as if it did: the chart says so instead of rendering it."""
+    done = run(helm, "template", "aiadmit", str(CHART), "--values", str(values_file(tmp_path, {"networkPolicy": {
+        "metricsNamespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}})), check=False)
+    assert done.returncode != 0, done.stdout[-500:]
+    assert "narrow nothing without networkPolicy.apiServerCIDRs" in done.stderr, done.stderr
 
 
 def test_every_knob_lands_in_the_pod_template(helm, tmp_path):
