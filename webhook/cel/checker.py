@@ -39,10 +39,11 @@ _TYPE_NAMES = frozenset({"bool", "int", "uint", "double", "string", "bytes", "nu
 class CheckError(ValueError):
     """A rule that cannot be right whatever the data: `offset` is 0-based in the checked source."""
 
-    def __init__(self, message: str, offset: int):
+    def __init__(self, message: str, offset: int, param: Optional[tuple] = None):
         super().__init__(message)
         self.message = message
         self.offset = offset
+        self.param = param  # a param's path (name[, index]) when the mistake is that param's value, not the source
 
 
 class Struct:
@@ -80,6 +81,7 @@ class Checker:
         self.kubernetes = kubernetes  # Kubernetes' literal validators too (cel/strictness.py), not only cel-go's
         self.exempt = 0  # inside a format() call: its literals need not be homogeneous
         self.param_values: dict = {}  # the policy's params (constants at load): patterns they feed are checked
+        self.param_lists: dict = {}  # a comprehension's variable -> the param list it ranges over
         self.declarations = declarations
         self.lenient = lenient  # every undeclared free name is a dyn variable (the API without a level)
         self.functions = functions
@@ -354,8 +356,18 @@ class Checker:
                     and type(self.param_values.get(argument[2])) is str:
                 try:  # a param is a constant once the config is loaded: checked as the literal it becomes
                     function.check_pattern(self.param_values[argument[2]])
-                except Exception as exc:
-                    raise self.fail(argument, f"param {argument[2]}: {exc}") from None
+                except Exception as exc:  # reported at the param's value (language/compiler.py)
+                    raise CheckError(f"param {argument[2]}: {exc}", self.fail(argument, "").offset,
+                                     (argument[2],)) from None
+            elif argument[0] == "ident" and self.param_lists.get(argument[1]) is not None:
+                listed = self.param_lists[argument[1]]  # `params.patterns.exists(p, x.matches(p))`: each element
+                for index, value in enumerate(self.param_values[listed]):
+                    if type(value) is str:
+                        try:
+                            function.check_pattern(value)
+                        except Exception as exc:
+                            raise CheckError(f"param {listed}[{index}]: {exc}", self.fail(argument, "").offset,
+                                             (listed, index)) from None
         if function.result is None and name in ("sum", "min", "max") and isinstance(kinds[0], tuple):
             return kinds[0][1]
         return function.result if function.result is not None else DYN
@@ -382,7 +394,15 @@ class Checker:
             body = args[1:]
         if len(body) not in ((1, 2) if name == "map" else (1,)):
             raise self.fail(node, f"{name}() takes a variable name and an expression")
-        kinds = [self.check(part, inner) for part in body]
+        variable = args[1][1] if two else args[0][1]
+        listed = target[2] if target[0] == "select" and target[1] == ("ident", "params") and "params" not in scope \
+            and type(self.param_values.get(target[2])) is list and not two else None
+        saved = self.param_lists.get(variable)
+        self.param_lists[variable] = listed  # shadowed by an inner comprehension's own variable of that name
+        try:
+            kinds = [self.check(part, inner) for part in body]
+        finally:
+            self.param_lists[variable] = saved
         if name in ("all", "exists", "exists_one", "existsOne"):
             self._bool(body[-1], kinds[-1], f"{name}()")
             return "bool"

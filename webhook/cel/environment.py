@@ -33,10 +33,11 @@ FUNCTIONS = {name: function.call for name, function in LIBRARY.items()}  # what 
 class CelError(ValueError):
     """An expression that does not load: `offset` (0-based, in the source as written) is where, when known."""
 
-    def __init__(self, message: str, offset: Optional[int] = None):
+    def __init__(self, message: str, offset: Optional[int] = None, param: Optional[tuple] = None):
         super().__init__(message if offset is None else f"{message} at column {offset + 1}")
         self.message = message
         self.offset = offset
+        self.param = param  # the param (name[, index]) whose value is the mistake: reported where it is written
 
 
 class Activation(dict):
@@ -221,7 +222,7 @@ def checked(source: str, params: Optional[dict], declarations: Optional[Mapping[
         kind = checker.type
         costs.estimate(tree, positions, params or {}, limits)
     except CheckError as exc:
-        raise CelError(exc.message, exc.offset) from None
+        raise CelError(exc.message, exc.offset, exc.param) from None
     return frozenset(checker.free - {"params"}), checker.reference_only, kind, frozenset(checker.named)
 
 

@@ -130,10 +130,10 @@ def encode(found: tuple) -> list:
 
 def encode_error(error: CelError) -> list:
     """A check that failed, kept as what it said: replaying it raises the same error at the same place."""
-    return ["error", error.message, error.offset]
+    return ["error", error.message, error.offset] + ([list(error.param)] if error.param else [])
 
 
 def decode(data: list) -> tuple:
     if data[0] == "error":
-        raise CelError(data[1], data[2])
+        raise CelError(data[1], data[2], tuple(data[3]) if len(data) > 3 else None)
     return frozenset(data[0]), data[1], decode_type(data[2]), frozenset(data[3])

@@ -54,7 +54,20 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     problems: list[tuple] = []
     portable = _portability(doc, problems)
     broken: set[str] = set()  # variables that did not compile: what reads them is not reported again
-    named, levels = _variables(doc, params, checks, problems, limits, portable, broken)
+    reported: set[tuple] = set()  # params whose value was reported (once, however many expressions use it)
+
+    def at_param(exc: CelError, user: str) -> bool:
+        """A param's value that is the mistake (a non-RE2 pattern) is reported at that value, once."""
+        param = getattr(exc, "param", None)
+        if not param or param[0] not in params:
+            return False
+        if param not in reported:  # an override is located in the config file by the loader (the 4th item)
+            reported.add(param)
+            problems.append(("/params/" + "/".join(map(str, param)), f"{exc.message} (used by {user})", None,
+                             param if param[0] in (params_override or {}) else None))
+        return True
+
+    named, levels = _variables(doc, params, checks, problems, limits, portable, broken, at_param)
 
     declared: dict[str, dict] = {}
 
@@ -72,6 +85,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         try:
             return Expression(text, params, checks, declarations(level), limits, portable=portable)
         except CelError as exc:
+            if at_param(exc, f"{name}'s expression"):
+                return None
             if not reads_broken(text, broken):
                 problems.append((where, f"{name}: CEL does not compile: {exc.message}", exc.offset))
             return None
@@ -287,7 +302,7 @@ def _portability(doc: dict, problems: list):
 
 
 def _variables(doc: dict, params: dict, checks: Checks, problems: list,
-               limits: Optional[Limits], portable, broken: set) -> tuple[dict, dict]:
+               limits: Optional[Limits], portable, broken: set, at_param=None) -> tuple[dict, dict]:
     """The policy's named `variables`, in order: each checked at the shallowest level it needs (object, pod, then
     the policy's target), reading the earlier ones as `variables.NAME`. (name -> Expression, name -> level)"""
     order = ("object", "pod", "container")
@@ -309,9 +324,11 @@ def _variables(doc: dict, params: dict, checks: Checks, problems: list,
                 levels[name] = level
                 break
             except CelError as exc:  # a copy, not `exc`: its traceback holds this frame, a cycle that kept the
-                error = CelError(exc.message, exc.offset)  # callers' frames (an audit's findings) alive until gc
+                error = CelError(exc.message, exc.offset, exc.param)  # callers' frames (an audit's findings) alive until gc
         else:
-            if not reads_broken(raw["expression"], broken):  # else its error follows from the earlier one
+            if at_param is not None and at_param(error, f"variable {name}"):
+                pass
+            elif not reads_broken(raw["expression"], broken):  # else its error follows from the earlier one
                 problems.append((where, f"variable {name}: CEL does not compile: {error.message}", error.offset))
             broken.add(name)
     return named, levels

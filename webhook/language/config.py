@@ -94,7 +94,9 @@ class Config:
         return self.policies.get(policy_id) or PolicySettings()
 
     def params(self) -> dict[str, dict]:
-        return {pid: s.params for pid, s in self.policies.items() if s.params}
+        found = Params({pid: s.params for pid, s in self.policies.items() if s.params})
+        found.origins = _ORIGINS.get(self.source, {})
+        return found
 
 
 def _read(path: str, checks: Optional[Checks]) -> tuple[dict, list[str]]:
@@ -114,7 +116,25 @@ def _read(path: str, checks: Optional[Checks]) -> tuple[dict, list[str]]:
         pointer, message = locate_error(error)
         line, column = resource.origin.position(pointer)
         problems.append(f"{path}:{line}:{column}: {jp.to_dotted(pointer) or '(document)'}: {message}")
+    origins = {}  # where each policy's param override (and each element of a list) is written: its errors go there
+    for pid, item in (resource.obj.get("policies") or {}).items() if isinstance(resource.obj.get("policies"), dict) \
+            else ():
+        for name, value in ((item or {}).get("params") or {}).items() if isinstance(item, dict) else ():
+            for index in [None, *range(len(value))] if isinstance(value, list) else [None]:
+                pointer = jp.join("", "policies", pid, "params", name, *([str(index)] if index is not None else []))
+                line, column = resource.origin.position(pointer)
+                origins[(pid, name) + ((index,) if index is not None else ())] = f"{path}:{line}:{column}"
+    _ORIGINS[path] = origins
     return resource.obj, problems
+
+
+_ORIGINS: dict[str, dict] = {}  # config file -> (policy, param[, index]) -> "file:line:col" of the override
+
+
+class Params(dict):
+    """The params each policy's config overrides, with where each is written (`origins`), for load errors."""
+
+    origins: dict = {}
 
 
 def _merge(base: dict, extra: dict) -> dict:

@@ -80,8 +80,14 @@ def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None
         try:
             policies.append(compile_policy(doc, resource.origin.file or "?", (params or {}).get(name), checks, limits))
         except Problems as exc:
-            problems += [_format(resource, problem[0], problem[1], problem[2] if len(problem) > 2 else None,
-                                 texts[path]) for problem in exc.problems]
+            origins = getattr(params, "origins", {})
+            for problem in exc.problems:
+                where = origins.get((name, *problem[3])) if len(problem) > 3 and problem[3] else None
+                if where is not None:  # a config override's value: the mistake is in the config file
+                    problems.append(f"{where}: policies.{name}.{jp.to_dotted(problem[0])}: {problem[1]}")
+                    continue
+                problems.append(_format(resource, problem[0], problem[1], problem[2] if len(problem) > 2 else None,
+                                        texts[path]))
     if not files:
         problems.append("no policy files given")
     elif not policies and not problems:
