@@ -18,6 +18,7 @@ from typing import Any, Mapping, Optional
 
 from webhook.cel import strictness as strict
 from webhook.cel.operators import binary
+from webhook.cel.patterns import pattern_problem
 from webhook.cel.strictness import SURE_DYN
 from webhook.cel.tree import depth, resolve
 from webhook.cel.constants import DYN, show, type_of_value
@@ -347,27 +348,11 @@ class Checker:
             raise self.fail(node, f"no matching overload for {name}() applied to ({show(kinds[0])}): {problem}")
         if function.pattern is not None:
             argument = (((target,) if target is not None else ()) + args)[function.pattern]
-            if argument[0] == "lit" and type(argument[1]) is str:
-                try:
-                    function.check_pattern(argument[1])
-                except Exception as exc:  # what RE2 rejects (look-behind, back-references) fails the load
-                    raise self.fail(argument, str(exc)) from None
-            elif argument[0] == "select" and argument[1] == ("ident", "params") and "params" not in scope \
-                    and type(self.param_values.get(argument[2])) is str:
-                try:  # a param is a constant once the config is loaded: checked as the literal it becomes
-                    function.check_pattern(self.param_values[argument[2]])
-                except Exception as exc:  # reported at the param's value (language/compiler.py)
-                    raise CheckError(f"param {argument[2]}: {exc}", self.fail(argument, "").offset,
-                                     (argument[2],)) from None
-            elif argument[0] == "ident" and self.param_lists.get(argument[1]) is not None:
-                listed = self.param_lists[argument[1]]  # `params.patterns.exists(p, x.matches(p))`: each element
-                for index, value in enumerate(self.param_values[listed]):
-                    if type(value) is str:
-                        try:
-                            function.check_pattern(value)
-                        except Exception as exc:
-                            raise CheckError(f"param {listed}[{index}]: {exc}", self.fail(argument, "").offset,
-                                             (listed, index)) from None
+            problem = pattern_problem(argument, scope, self.param_values, self.param_lists, function.check_pattern)
+            if problem is not None:
+                if problem[1] is None:
+                    raise self.fail(argument, problem[0])
+                raise CheckError(problem[0], self.fail(argument, "").offset, problem[1])
         if function.result is None and name in ("sum", "min", "max") and isinstance(kinds[0], tuple):
             return kinds[0][1]
         return function.result if function.result is not None else DYN
