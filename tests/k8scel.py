@@ -74,16 +74,22 @@ def _build(announce=lambda line: print(line, file=sys.stderr, flush=True)) -> st
             if line.startswith("[aiadmit k8scel]"):
                 announce(line.rstrip())
 
-    reader = threading.Thread(target=progress, daemon=True)
-    reader.start()
+    out: list[str] = []
+    # Each pipe has one reader: communicate() would read stderr too and close it under the progress thread.
+    readers = [threading.Thread(target=progress, daemon=True),
+               threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)]
+    for reader in readers:
+        reader.start()
     try:
-        stdout, _ = proc.communicate(timeout=TIMEOUT)
+        proc.wait(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
         raise Unavailable(f"tests/tools/k8scel/build.sh did not finish within {TIMEOUT:.0f} s "
                           "(AIADMIT_K8SCEL_BUILD_TIMEOUT)") from None
-    reader.join(timeout=10)
+    for reader in readers:
+        reader.join(timeout=10)
+    stdout = "".join(out)
     if proc.returncode == 127:
         raise Unavailable("the Kubernetes CEL oracle is not cached and no Go toolchain builds it (Go on PATH, at "
                           "/usr/local/go/bin, or AIADMIT_E2E_GO; or AIADMIT_K8SCEL=prebuilt binary)")
