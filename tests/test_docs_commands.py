@@ -134,24 +134,7 @@ def test_missing_paths_are_exit_2(checkout):
 def test_extra_policies_add_to_the_bundle(checkout):
     own = checkout / "my-policies"
     own.mkdir()
-    (own / "team-label.yaml").write_text("""\
-apiVersion: aiadmit.dev/v1alpha1
-kind: Policy
-metadata:
-  name: team-label
-summary: Every AI workload names its team.
-why: Cost reports are per team.
-remediation: Add the label `team`.
-action: deny
-match:
-  anyClasses: [ai]
-target: object
-rules:
-  - name: has-team
-    expression: has(object.metadata.labels) && 'team' in object.metadata.labels
-    message: "{{object.kind}} {{object.metadata.name}} has no team label"
-    path: /metadata/labels
-""")
+    shutil.copy(os.path.join(ROOT, "examples", "policies", "team-label.yaml"), own / "team-label.yaml")
     bundle = run("aiadmit policies", checkout).stdout.splitlines()
     both = run("aiadmit policies --extra-policies my-policies/", checkout).stdout.splitlines()
     assert len(both) == len(bundle) + 1 and any(line.startswith("team-label") for line in both)

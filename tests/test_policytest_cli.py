@@ -12,24 +12,8 @@ from xml.etree import ElementTree
 
 from testdata import ROOT
 
-POLICY = """\
-apiVersion: aiadmit.dev/v1alpha1
-kind: Policy
-metadata:
-  name: team-label
-summary: Every AI workload names its team.
-why: Cost reports are per team.
-remediation: Add the label `team`.
-action: deny
-match:
-  anyClasses: [ai]
-target: object
-rules:
-  - name: has-team
-    expression: has(object.metadata.labels) && 'team' in object.metadata.labels
-    message: "{{object.kind}} {{object.metadata.name}} has no team label"
-    path: /metadata/labels
-"""
+# The example policy the docs scaffold tests for (docs/policy-tests.md).
+POLICY = open(os.path.join(ROOT, "examples", "policies", "team-label.yaml"), encoding="utf-8").read()
 
 RESOURCES = """\
 apiVersion: v1
