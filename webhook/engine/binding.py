@@ -189,7 +189,7 @@ def claim_facts(scope: Scope) -> Optional[dict]:
     if scope.workload is None or not any(t.spec and "resourceClaims" in t.spec for t in scope.workload.templates):
         scope.claims = NO_CLAIMS
         return NO_CLAIMS
-    named = [n for t in (scope.workload.templates if scope.workload else ()) if t.spec and "resourceClaims" in t.spec
+    named = [n for t in scope.workload.templates if t.spec and "resourceClaims" in t.spec
              for n in dra.named_objects(t.spec)]
     known = scope.facts.resource_claims(scope.resource.namespace) if named else NO_CLAIMS
     if known is not None and any(name not in known.get(kind, {}) for kind, name in named):
