@@ -17,10 +17,12 @@ Safety rules every route follows:
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import sys
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Optional
 
@@ -30,7 +32,6 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntity
 from webhook.app import admission
 from webhook.inputs import bounds
 from webhook.inputs import review as reviews
-from webhook.inputs.sources import collector_paused
 from webhook.outputs import response as responses
 from webhook.engine.core import BudgetExceeded, Engine
 from webhook.model.facts import ClusterFacts, NoFacts
@@ -97,6 +98,37 @@ def setup_logging(level: int = logging.INFO) -> None:
     root.propagate = False
 
 
+class Held:
+    """What one review built, kept from its evaluation until its answer has been sent, with the collector paused.
+
+    Python's cyclic collector is paused from parsing on: a review's objects die by reference counting, and a huge
+    one (30,000 containers: 600,000 maps, a working copy, findings) set off 5-8 full collections of up to 0.19 s
+    each, a third of its budget. Freeing what it built, and the collection that resuming starts while it is still
+    alive, cost another 0.1-0.7 s on a loaded machine after the engine had stopped at its deadline, and made the
+    answer late (CI, tests/test_engine_deadline.py). Both now happen once the answer is out: `release` runs when
+    the response closes. A review does not yield to other greenlets between parsing and its answer (the body is
+    already read), so the collector is paused only for that and for writing answers: cycles wait that long.
+    """
+
+    def __init__(self):
+        self.objects: list = []
+        self.resume = False
+
+    def pause(self) -> None:
+        if gc.isenabled():  # paused already: by a review still writing its answer, or by the process itself
+            gc.disable()
+            self.resume = True
+
+    def keep(self, thing) -> None:
+        self.objects.append(thing)
+
+    def release(self) -> None:
+        self.objects.clear()
+        if self.resume:
+            self.resume = False
+            gc.enable()
+
+
 def _json(data: dict, status: int = 200) -> Response:
     return Response(json.dumps(data, separators=(",", ":")), status=status, mimetype="application/json")
 
@@ -115,6 +147,14 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
 
     def review(endpoint: str) -> Response:
         started = time.perf_counter()
+        held = Held()
+        response = _review(endpoint, started, held)
+        # The WSGI server closes the response once its bytes are written; a response nobody closes (a test
+        # client's) releases when it is freed.
+        response.call_on_close(weakref.finalize(response, held.release))
+        return response
+
+    def _review(endpoint: str, started: float, held: Held) -> Response:
         parsed = None
         try:
             if request.mimetype != "application/json":
@@ -132,21 +172,17 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
             problem = bounds.body_problem(body, settings.max_nodes)
             if problem is not None:
                 return refused(endpoint, body, problem, started)
-            # Python's cyclic collector is paused from parsing to the outcome. A review's objects die by reference
-            # counting; a huge one (30,000 containers: 600,000 maps, a working copy, findings) set off 5-8 full
-            # collections of up to 0.19 s each, a third of its budget, and one landing after the deadline made
-            # the answer late. No greenlet switches inside (the body is already read), and the collector resumes
-            # as soon as the review is answered, so cycles wait one review at most.
-            with collector_paused():
-                try:
-                    parsed = reviews.parse(body)
-                except reviews.ReviewError as exc:
-                    return bad(endpoint, exc.status, exc.reason, "invalid-review")
-                problem = bounds.shape_problem(parsed, body, settings.max_containers)
-                if problem is not None:
-                    outcome = responses.deny(parsed, f"aiadmit: {problem}", code=413, outcome="refused")
-                else:
-                    outcome = _evaluate(endpoint, parsed, started)
+            held.pause()
+            try:
+                parsed = reviews.parse(body)
+                held.keep(parsed)
+            except reviews.ReviewError as exc:
+                return bad(endpoint, exc.status, exc.reason, "invalid-review")
+            problem = bounds.shape_problem(parsed, body, settings.max_containers)
+            if problem is not None:
+                outcome = responses.deny(parsed, f"aiadmit: {problem}", code=413, outcome="refused")
+            else:
+                outcome = _evaluate(endpoint, parsed, started, held)
         except Exception as exc:  # the last line of defence: never a 500
             log.exception("internal error", extra={"fields": {"endpoint": endpoint}})
             metrics.internal_errors.labels(endpoint).inc()
@@ -172,7 +208,7 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
         _log(endpoint, outcome, seconds)
         return _json(outcome.body)
 
-    def _evaluate(endpoint: str, parsed: dict, started: float) -> responses.Outcome:
+    def _evaluate(endpoint: str, parsed: dict, started: float, held: Held) -> responses.Outcome:
         engine, facts = source.engine, source.facts
         if engine is None:
             return responses.error_outcome(parsed, endpoint, "policies not loaded")
@@ -187,7 +223,8 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
         deadline = time.monotonic() + settings.budget_seconds - reserve - (time.perf_counter() - started)
         try:
             return work(engine, parsed, facts, deadline)
-        except BudgetExceeded:
+        except BudgetExceeded as exc:
+            held.keep(exc)  # its traceback holds the engine's frames, and so what they built
             metrics.timeouts.labels(endpoint).inc()
             reason = f"evaluation exceeded the {settings.budget_seconds:g}s time budget"
             if endpoint == "mutate":
