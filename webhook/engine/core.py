@@ -27,7 +27,9 @@ from webhook.k8s.workload import Container, PodTemplate, ShapeError, no_tick, bu
 from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.language.checks import Checks
 from webhook.language.config import Config, ConfigError, load_config
-from webhook.language.loader import load_policies
+from webhook.engine import vap
+from webhook.language.loader import load_all
+from webhook.language.vapload import InTree
 from webhook.language.policy import Policy, Rule
 from webhook.model import pointer as jp
 from webhook.model.facts import ClusterFacts, NoFacts
@@ -40,8 +42,9 @@ __all__ = ["BudgetExceeded", "Engine"]
 class Engine:
     """A policy set plus its config, ready to evaluate and to mutate."""
 
-    def __init__(self, policies: list[Policy], config: Optional[Config] = None):
+    def __init__(self, policies: list[Policy], config: Optional[Config] = None, intree: Optional[InTree] = None):
         self.config = config or Config()
+        self.intree = intree or InTree()  # the user's ValidatingAdmissionPolicies (engine/vap.py)
         self.policies = [p for p in policies if self.config.settings(p.id).enabled]
         self.by_id = {p.id: p for p in policies}
         unknown = sorted(set(self.config.policies) - set(self.by_id))
@@ -67,9 +70,9 @@ class Engine:
         """
         checks = Checks(cache)
         config = load_config(config_path, own_namespace, checks)
-        policies = load_policies(list(policy_paths or [BUILTIN_POLICY_DIR]), config.params(), checks,
-                                 config.cel_limits)
-        return cls(policies, config)
+        policies, intree = load_all(list(policy_paths or [BUILTIN_POLICY_DIR]), config.params(), checks,
+                                    config.cel_limits)
+        return cls(policies, config, intree)
 
     def action_of(self, policy_id: str) -> Optional[str]:
         """The configured action of an enabled policy, None when it is disabled."""
@@ -162,6 +165,15 @@ class Engine:
                  deadline: Optional[float] = None) -> Evaluation:
         """Findings of every matching policy. `deadline` (time.monotonic()) raises BudgetExceeded between rules
         runs, inside the walk over templates and containers."""
+        evaluation = self._evaluate(resource, facts, deadline)
+        if self.intree and isinstance(resource.obj, dict):  # the user's ValidatingAdmissionPolicies (engine/vap.py)
+            found, matched = vap.evaluate(self.intree, resource, facts or NoFacts())
+            evaluation.findings += found
+            evaluation.evaluated = evaluation.evaluated or bool(matched)
+            evaluation.policies += tuple(name for name in matched if name not in evaluation.policies)
+        return evaluation
+
+    def _evaluate(self, resource: Resource, facts: Optional[ClusterFacts], deadline: Optional[float]) -> Evaluation:
         scope, chosen = self.scope(resource, facts, deadline)
         if not chosen:
             return scope.evaluation

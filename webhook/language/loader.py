@@ -18,6 +18,7 @@ from webhook.language.policy import Policy, PolicyLoadError
 from webhook.language.schemacheck import errors as schema_errors
 from webhook.language.schemacheck import locate_error
 from webhook.language.sourcemap import locate
+from webhook.language.vapload import InTree, is_intree, read_intree
 from webhook.model import pointer as jp
 from webhook.model.resource import Resource
 
@@ -52,6 +53,13 @@ def policy_files(paths: Iterable[str]) -> list[str]:
 def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None,
                   checks: Optional[Checks] = None, limits: Optional[Limits] = None) -> list[Policy]:
     """Load, validate and compile every policy in `paths`; raise PolicyLoadError on any problem."""
+    return load_all(paths, params, checks, limits)[0]
+
+
+def load_all(paths: Iterable[str], params: Optional[dict[str, dict]] = None,
+             checks: Optional[Checks] = None, limits: Optional[Limits] = None) -> tuple[list[Policy], InTree]:
+    """aiadmit's policies and the in-tree ones (ValidatingAdmissionPolicies, their bindings and param objects:
+    language/vapload.py) in `paths`; raise PolicyLoadError on any problem of either."""
     checks = checks or Checks()
     files = policy_files(paths)
     loaded = load_paths(files, templates=False)
@@ -59,11 +67,25 @@ def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None
     texts: dict[str, str] = {}
     policies: list[Policy] = []
     seen: dict[str, str] = {}
+    ours, intree_docs, others = [], [], []
     for resource in loaded.resources:
         doc = resource.obj
-        if doc.get("kind") != "Policy" and not str(doc.get("apiVersion", "")).startswith("aiadmit.dev/"):
-            problems.append(_format(resource, "/kind", f"not a Policy document (kind {doc.get('kind')!r})"))
-            continue
+        if is_intree(doc):
+            intree_docs.append(resource)
+        elif doc.get("kind") != "Policy" and not str(doc.get("apiVersion", "")).startswith("aiadmit.dev/"):
+            others.append(resource)
+        else:
+            ours.append(resource)
+    intree, others, intree_problems = read_intree(intree_docs, others, limits)
+    for resource, pointer, message, offset in intree_problems:
+        path = resource.origin.file or ""
+        if offset is not None and path not in texts:
+            texts[path] = _text_of(path)
+        problems.append(_format(resource, pointer, message, offset, texts.get(path)))
+    for resource in others:
+        problems.append(_format(resource, "/kind", f"not a Policy document (kind {resource.obj.get('kind')!r})"))
+    for resource in ours:
+        doc = resource.obj
         path = resource.origin.file or ""
         if path not in texts:
             texts[path] = _text_of(path)
@@ -90,11 +112,11 @@ def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None
                                         texts[path]))
     if not files:
         problems.append("no policy files given")
-    elif not policies and not problems:
+    elif not policies and not intree and not problems:
         problems.append(f"no Policy documents found in {', '.join(files)}")
     if problems:
         raise PolicyLoadError(problems)
-    return policies
+    return policies, intree
 
 
 def _text_of(path: str) -> Optional[str]:

@@ -97,7 +97,15 @@ def _policies(engine) -> list:
 
 @lru_cache(maxsize=8)  # asked for by every evaluation's fragment, of one engine
 def _rule_index(engine) -> dict[str, int]:
-    return {p.id: i for i, p in enumerate(_policies(engine))}
+    """Every rule's index: aiadmit's policies, then the ValidatingAdmissionPolicies given (engine.intree)."""
+    ids = [p.id for p in _policies(engine)] + sorted(getattr(engine, "intree", None) and engine.intree.policies or ())
+    return {name: i for i, name in enumerate(ids)}
+
+
+def _intree_rule(name: str) -> dict:
+    return {"id": name, "name": name, "shortDescription": {"text": f"ValidatingAdmissionPolicy {name}"},
+            "defaultConfiguration": {"level": "error"},
+            "properties": {"kind": "ValidatingAdmissionPolicy", "tags": ["kubernetes"]}}
 
 
 def fragment(evaluation, engine, **options) -> list[str]:
@@ -110,6 +118,7 @@ def render(result, engine, fragments=None, **options) -> str:
     """Compact: SARIF is read by tools; each result was written (`_result`) by the process that evaluated it."""
     parts = fragments_of(fragment, result, engine, fragments, options)
     rules = [_rule(p, engine.config.settings(p.id).action or p.action) for p in _policies(engine)]
+    rules += [_intree_rule(name) for name in sorted(getattr(engine, "intree", None) and engine.intree.policies or ())]
     notifications = [_notification(e, "error") for e in result.errors]
     notifications += [_notification(s, "note") for s in result.skipped]
     invocation = {"executionSuccessful": not result.errors}
