@@ -180,7 +180,7 @@ class _Run:
         """An expression that errors: failurePolicy decides (Fail: a violation; Ignore: nothing)."""
         if self.policy.failure_policy == "Ignore":
             return
-        self.deny(f"expression '{check.expression.source}' resulted in error: {exc}", rule, "error")
+        self.deny(f"expression '{check.source}' resulted in error: {exc}", rule, "error")
 
     def value(self, check, context: Activation, rule: str) -> tuple[bool, Any]:
         if check.offline is not None:
@@ -195,8 +195,8 @@ class _Run:
     def run(self, param: Any, namespace_object: Optional[dict]) -> None:
         context = Activation(object=self.resource.obj, oldObject=None, request=_request(self.resource),
                              params=param, namespaceObject=namespace_object, authorizer=None)
-        context["variables"] = Variables({name: check.expression for name, check in self.policy.variables.items()},
-                                         context)
+        context["variables"] = Variables({name: check.expression for name, check in self.policy.variables.items()
+                                          if check.expression is not None}, context)
         for name, check in self.policy.conditions:
             ok, value = self.value(check, context, f"matchConditions[{name}]")
             if not ok or value is not True:
@@ -225,4 +225,4 @@ class _Run:
                 return text.strip()
         if validation.message:
             return validation.message
-        return f"failed expression: {validation.check.expression.source}"
+        return f"failed expression: {validation.check.source}"

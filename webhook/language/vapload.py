@@ -17,6 +17,7 @@ from typing import Any, Optional
 from webhook.cel.checker import DYN, Struct
 from webhook.cel.cost import Limits
 from webhook.cel.environment import CelError, Expression
+from webhook.cel.parser import ParseError, parse_with_positions
 from webhook.model.resource import Resource
 
 API = "admissionregistration.k8s.io/v1"
@@ -33,9 +34,10 @@ _OFFLINE = ((re.compile(r"\bauthorizer\b"), "reads `authorizer` (RBAC answers), 
 class Check:
     """One CEL expression of a policy, checked at load; `offline` names why it cannot run offline, if so."""
 
-    expression: Expression
+    expression: Optional[Expression]  # None where `offline` says why it is not run (only parsed)
     pointer: str
     offline: Optional[str] = None
+    source: str = ""
 
 
 @dataclass
@@ -150,21 +152,32 @@ def _name(resource: Resource, problems: _Problems) -> Optional[str]:
 
 
 def _check(resource: Resource, pointer: str, source: Any, declarations: dict, problems: _Problems,
-           limits: Optional[Limits], want: str) -> Optional[Check]:
-    """The expression at `pointer` checked in the VAP environment, of type `want` (bool or string) or dyn."""
+           limits: Optional[Limits], want: Optional[str]) -> Optional[Check]:
+    """The expression at `pointer` checked in the VAP environment, of type `want` (bool or string) or dyn; `want`
+    None: any type (a variable, an audit annotation's value)."""
     if not isinstance(source, str) or not source.strip():
         problems.add(resource, pointer, "must be a non-empty CEL expression")
         return None
+    offline = next((why for pattern, why in _OFFLINE if pattern.search(source)), None)
+    offline = offline or next((f"reads variables.{name}, which {why.split(' ', 1)[1]}" for name, why in
+                               declarations.get("offline", {}).items()
+                               if re.search(rf"\bvariables\s*\.\s*{re.escape(name)}\b", source)), None)
     try:
-        expression = Expression(source, None, None, declarations, limits)
+        if offline:  # `authorizer`'s library is not aiadmit's: such an expression is parsed only, and skipped
+            parse_with_positions(source)
+            return Check(None, pointer, offline, source)
+        expression = Expression(source, None, None, {k: v for k, v in declarations.items() if k != "offline"},
+                                limits)
+    except ParseError as exc:
+        problems.add(resource, pointer, f"compilation failed: {str(exc).split(' at column ')[0]}", exc.column - 1)
+        return None
     except CelError as exc:
         problems.add(resource, pointer, f"compilation failed: {exc.message}", exc.offset)
         return None
-    if expression.type not in (want, DYN):
+    if want is not None and expression.type not in (want, DYN):
         problems.add(resource, pointer, f"must evaluate to {want}, not {expression.type}")
         return None
-    offline = next((why for pattern, why in _OFFLINE if pattern.search(source)), None)
-    return Check(expression, pointer, offline)
+    return Check(expression, pointer, None, source)
 
 
 def _policy(resource: Resource, problems: _Problems, limits: Optional[Limits]) -> Optional[InTreePolicy]:
@@ -190,12 +203,15 @@ def _policy(resource: Resource, problems: _Problems, limits: Optional[Limits]) -
     for index, item in enumerate(_list(resource, "/spec/variables", spec.get("variables"), problems)):
         at = f"/spec/variables/{index}"
         item = _map(resource, at, item, problems, required=True)
-        known = Struct("variables", {n: c.expression.type for n, c in variables.items()})
-        check = _check(resource, at + "/expression", item.get("expression"), dict(declarations, variables=known),
-                       problems, limits, DYN)
+        known = Struct("variables", {n: c.expression.type if c.expression else DYN for n, c in variables.items()})
+        offline = {n: c.offline for n, c in variables.items() if c.offline}
+        check = _check(resource, at + "/expression", item.get("expression"),
+                       dict(declarations, variables=known, offline=offline), problems, limits, None)
         if check is not None and isinstance(item.get("name"), str):
             variables[item["name"]] = check
-    declarations["variables"] = Struct("variables", {n: c.expression.type for n, c in variables.items()})
+    declarations["variables"] = Struct("variables", {n: c.expression.type if c.expression else DYN
+                                                     for n, c in variables.items()})
+    declarations["offline"] = {n: c.offline for n, c in variables.items() if c.offline}
     validations = []
     for index, item in enumerate(_list(resource, "/spec/validations", spec.get("validations"), problems)):
         at = f"/spec/validations/{index}"
@@ -213,7 +229,7 @@ def _policy(resource: Resource, problems: _Problems, limits: Optional[Limits]) -
         at = f"/spec/auditAnnotations/{index}"
         item = _map(resource, at, item, problems, required=True)
         check = _check(resource, at + "/valueExpression", item.get("valueExpression"), declarations, problems,
-                       limits, DYN)
+                       limits, None)
         if check is not None:
             annotations.append((str(item.get("key")), check))
     if not spec.get("validations") and not spec.get("auditAnnotations"):
