@@ -34,6 +34,7 @@ RUNS = {
     "aiadmit fix --diff examples/manifests/": 1,
     "aiadmit fix --check examples/manifests/": 1,
     "aiadmit fix examples/manifests/": 0,
+    "aiadmit audit --policies examples/vap/replicas.yaml examples/vap/deployments.yaml": 1,
     "aiadmit cel 'variables.memoryShm' --object examples/manifests/pytorchjob-gpu.yaml --policy "
     "policies/shm-sized.yaml --rule mounted": 0,
     "aiadmit cel variables.memoryLimit --object examples/manifests/pytorchjob-gpu-compliant.yaml --policy "
