@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from webhook.cel.environment import Activation
 from webhook.cel.values import Variables
+from webhook.k8s.defaults import defaulted
 from webhook.k8s.selectors import selector_matches
 from webhook.language.vapload import InTree, InTreeBinding, InTreePolicy
 from webhook.model.facts import ClusterFacts
@@ -130,6 +131,7 @@ def evaluate(intree: InTree, resource: Resource, facts: ClusterFacts) -> tuple[l
     matched it to (then it was checked by them, even if nothing was found)."""
     findings: list[Finding] = []
     matched: list[str] = []
+    obj = None  # the object as the API server defaults it, made for the first binding that matches
     for binding in intree.bindings:
         policy = intree.policies.get(binding.policy)
         if policy is None:
@@ -149,8 +151,10 @@ def evaluate(intree: InTree, resource: Resource, facts: ClusterFacts) -> tuple[l
                 continue
             out.deny("no params found for policy binding with `Deny` parameterNotFoundAction", "paramRef")
             continue
+        if obj is None:
+            obj = defaulted(resource.obj, resource.group, resource.kind)
         for param in params:
-            out.run(param, _namespace_object(resource, facts))
+            out.run(obj, param, _namespace_object(resource, facts))
     return findings, matched
 
 
@@ -192,8 +196,8 @@ class _Run:
             self.failed(check, exc, rule)
             return False, None
 
-    def run(self, param: Any, namespace_object: Optional[dict]) -> None:
-        context = Activation(object=self.resource.obj, oldObject=None, request=_request(self.resource),
+    def run(self, obj: Any, param: Any, namespace_object: Optional[dict]) -> None:
+        context = Activation(object=obj, oldObject=None, request=_request(self.resource),
                              params=param, namespaceObject=namespace_object, authorizer=None)
         context["variables"] = Variables({name: check.expression for name, check in self.policy.variables.items()
                                           if check.expression is not None}, context)

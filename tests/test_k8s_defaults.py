@@ -1,0 +1,100 @@
+"""The API server's defaulting before admission (k8s/defaults.py), and ValidatingAdmissionPolicies seeing it."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from webhook.app.audit import audit_paths
+from webhook.engine.core import Engine
+from webhook.k8s.defaults import defaulted, pull_policy
+
+
+@pytest.mark.parametrize("image,policy", [("nginx", "Always"), ("nginx:latest", "Always"),
+                                          ("registry:5000/team/nginx", "Always"), ("nginx:1.27", "IfNotPresent"),
+                                          ("registry:5000/nginx:1.27", "IfNotPresent"),
+                                          ("nginx@sha256:" + "a" * 64, "IfNotPresent")])
+def test_pull_policy(image, policy):
+    assert pull_policy(image) == policy
+
+
+def test_deployment_defaults():
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+           "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx",
+                                                          "resources": {"limits": {"cpu": "1"}}}]}}}}
+    out = defaulted(obj, "apps", "Deployment")
+    assert "replicas" not in obj["spec"]  # the input is not changed
+    spec = out["spec"]
+    assert spec["replicas"] == 1 and spec["revisionHistoryLimit"] == 10 and spec["progressDeadlineSeconds"] == 600
+    assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}
+    pod = spec["template"]["spec"]
+    assert (pod["restartPolicy"], pod["dnsPolicy"], pod["schedulerName"], pod["securityContext"],
+            pod["terminationGracePeriodSeconds"]) == ("Always", "ClusterFirst", "default-scheduler", {}, 30)
+    [container] = pod["containers"]
+    assert (container["imagePullPolicy"], container["terminationMessagePath"],
+            container["terminationMessagePolicy"]) == ("Always", "/dev/termination-log", "File")
+    assert "requests" not in container["resources"]  # only a Pod's containers get requests from limits
+    assert "tolerations" not in pod  # DefaultTolerationSeconds admits Pods, not templates
+
+
+def test_recreate_strategy_gets_no_rolling_update():
+    obj = {"spec": {"strategy": {"type": "Recreate"}, "template": {"spec": {"containers": []}}}}
+    assert defaulted(obj, "apps", "Deployment")["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_pod_defaults_requests_and_tolerations():
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c", "image": "x:1", "resources": {"limits": {"cpu": "2", "memory": "1Gi"},
+                                                                          "requests": {"cpu": "1"}},
+                                    "readinessProbe": {"httpGet": {"port": 8080}}}],
+                    "tolerations": [{"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                                     "effect": "NoExecute", "tolerationSeconds": 60}]}}
+    spec = defaulted(obj, "", "Pod")["spec"]
+    assert spec["containers"][0]["resources"]["requests"] == {"cpu": "1", "memory": "1Gi"}
+    assert spec["containers"][0]["readinessProbe"] == {"httpGet": {"port": 8080, "path": "/", "scheme": "HTTP"},
+                                                        "timeoutSeconds": 1, "periodSeconds": 10,
+                                                        "successThreshold": 1, "failureThreshold": 3}
+    assert spec["tolerations"] == [
+        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60},
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]
+    assert spec["enableServiceLinks"] is True
+
+
+def test_job_and_unknown_kinds():
+    job = defaulted({"spec": {"template": {"spec": {}}}}, "batch", "Job")["spec"]
+    assert (job["completions"], job["parallelism"], job["backoffLimit"], job["completionMode"]) == \
+        (1, 1, 6, "NonIndexed")
+    assert "completions" not in defaulted({"spec": {"parallelism": 4}}, "batch", "Job")["spec"]
+    crd = {"spec": {"template": {"spec": {"containers": [{"image": "x"}]}}}}
+    assert defaulted(crd, "kubeflow.org", "PyTorchJob") is crd  # a CRD's defaults are its schema's: not applied
+
+
+def test_a_policy_sees_the_defaulted_object(tmp_path):
+    (tmp_path / "vap.yaml").write_text(textwrap.dedent("""\
+        apiVersion: admissionregistration.k8s.io/v1
+        kind: ValidatingAdmissionPolicy
+        metadata: {name: defaults.example.com}
+        spec:
+          matchConstraints:
+            resourceRules:
+            - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}
+          validations:
+          - expression: "object.spec.replicas <= 5"
+          - expression: "object.spec.template.spec.containers.all(c, c.imagePullPolicy != 'Always')"
+            message: "pin the image"
+        ---
+        apiVersion: admissionregistration.k8s.io/v1
+        kind: ValidatingAdmissionPolicyBinding
+        metadata: {name: b}
+        spec: {policyName: defaults.example.com, validationActions: [Deny]}
+        """))
+    deployment = ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: %s, namespace: default}\nspec:\n"
+                  "  selector: {matchLabels: {app: a}}\n  template:\n    metadata: {labels: {app: a}}\n"
+                  "    spec: {containers: [{name: c, image: '%s'}]}\n")
+    (tmp_path / "objects.yaml").write_text(deployment % ("pinned", "nginx:1.27") + "---\n"
+                                           + deployment % ("latest", "nginx"))
+    result = audit_paths(Engine.load([str(tmp_path / "vap.yaml")]), [str(tmp_path / "objects.yaml")])
+    by_name = {e.resource.name: e for e in result.evaluations}
+    assert by_name["pinned"].findings == []  # no `replicas`: 1, as the API server defaults it; no error
+    assert [f.message.rsplit(": ", 1)[1] for f in by_name["latest"].findings] == ["pin the image"]
