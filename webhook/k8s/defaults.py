@@ -66,6 +66,7 @@ def _container(container: Any) -> None:
     _set(container, "terminationMessagePath", "/dev/termination-log")
     _set(container, "terminationMessagePolicy", "File")
     _set(container, "imagePullPolicy", pull_policy(container.get("image")))
+    _map(container, "resources")  # a struct, not a pointer, in the Go type: the stored object always has it
     for port in container.get("ports") or ():
         if isinstance(port, dict):
             _set(port, "protocol", "TCP")
