@@ -262,3 +262,25 @@ def test_cli_audit_and_test_with_extra_policies(tmp_path):
     run = subprocess.run([sys.executable, "-m", "webhook", "test", "test.yaml"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_an_update_review_gets_old_object_and_its_operation(tmp_path):
+    import yaml
+
+    from webhook.model.resource import Origin, Resource
+
+    spec = """\
+matchConstraints:
+  resourceRules:
+  - {apiGroups: [apps], apiVersions: [v1], operations: [UPDATE], resources: [deployments]}
+validations:
+- expression: "object.spec.replicas >= oldObject.spec.replicas && request.operation == 'UPDATE'"
+  message: "no scaling down"
+"""
+    (tmp_path / "vap.yaml").write_text(_policy(spec) + "---\n" + _binding())
+    engine = Engine.load([str(tmp_path / "vap.yaml")])
+    new, old = yaml.safe_load(_deployment("d", 2)), yaml.safe_load(_deployment("d", 4))
+    update = Resource(new, Origin(uid="u", operation="UPDATE", old_object=old))
+    assert [f.message.rsplit(": ", 1)[1] for f in engine.evaluate(update).findings] == ["no scaling down"]
+    create = Resource(new, Origin(uid="u", operation="CREATE"))
+    assert engine.evaluate(create).findings == [] and engine.evaluate(create).policies == ()

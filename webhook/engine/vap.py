@@ -21,7 +21,11 @@ from webhook.model.facts import ClusterFacts
 from webhook.model.findings import Finding
 from webhook.model.resource import Resource
 
-OPERATION = "CREATE"  # what an audit or a test of a manifest is
+OPERATION = "CREATE"  # what an audit or a test of a manifest is; an admission review says its own
+
+
+def operation(resource: Resource) -> str:
+    return resource.origin.operation or OPERATION
 
 
 def resource_of(kind: str) -> str:
@@ -47,7 +51,7 @@ def _rule_matches(rule: dict, resource: Resource) -> bool:
         values = rule.get(field) or []
         return "*" in values or value in values
     if not (has("apiGroups", resource.group) and has("apiVersions", _version(resource))
-            and has("operations", OPERATION)):
+            and has("operations", operation(resource))):
         return False
     names = rule.get("resourceNames") or []
     if names and resource.name not in names:
@@ -110,11 +114,12 @@ def _params(policy: InTreePolicy, binding: InTreeBinding, resource: Resource, in
 
 
 def _request(resource: Resource) -> dict:
-    return {"operation": OPERATION, "name": resource.name, "namespace": resource.namespace, "dryRun": False,
+    return {"operation": operation(resource), "name": resource.name, "namespace": resource.namespace, "dryRun": False,
             "kind": {"group": resource.group, "version": _version(resource), "kind": resource.kind},
             "resource": {"group": resource.group, "version": _version(resource),
                          "resource": resource_of(resource.kind)},
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}}
+            "options": {"apiVersion": "meta.k8s.io/v1",
+                        "kind": "CreateOptions" if operation(resource) == OPERATION else "UpdateOptions"}}
 
 
 def _namespace_object(resource: Resource, facts: ClusterFacts) -> Optional[dict]:
@@ -197,7 +202,8 @@ class _Run:
             return False, None
 
     def run(self, obj: Any, param: Any, namespace_object: Optional[dict]) -> None:
-        context = Activation(object=obj, oldObject=None, request=_request(self.resource),
+        old = self.resource.origin.old_object
+        context = Activation(object=obj, oldObject=old, request=_request(self.resource),
                              params=param, namespaceObject=namespace_object, authorizer=None)
         context["variables"] = Variables({name: check.expression for name, check in self.policy.variables.items()
                                           if check.expression is not None}, context)
