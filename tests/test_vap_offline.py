@@ -180,7 +180,7 @@ CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: limits, namespace
     ("{name: limits, namespace: default, parameterNotFoundAction: Deny}", ["denied request: at most 3"]),
     ("{name: other, namespace: default, parameterNotFoundAction: Allow}", []),
     ("{name: other, namespace: default, parameterNotFoundAction: Deny}",
-     ["denied request: no params found for policy binding with `Deny` parameterNotFoundAction"]),
+     ["denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"]),
     ("{selector: {}, parameterNotFoundAction: Deny}", ["denied request: at most 3"]),
 ])
 def test_params_and_parameter_not_found_action(tmp_path, ref, expected):

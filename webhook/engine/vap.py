@@ -154,7 +154,8 @@ def evaluate(intree: InTree, resource: Resource, facts: ClusterFacts) -> tuple[l
         if params is None:
             if binding.param_ref is not None and binding.param_ref.get("parameterNotFoundAction") == "Allow":
                 continue
-            out.deny("no params found for policy binding with `Deny` parameterNotFoundAction", "paramRef")
+            out.deny("failed to configure binding: no params found for policy binding with `Deny` "
+                     "parameterNotFoundAction", "paramRef")
             continue
         if obj is None:
             obj = defaulted(resource.obj, resource.group, resource.kind)
