@@ -224,9 +224,24 @@ auditAnnotations:
     ("validations:\n- expression: \"object.spec.replicas - 'a' > 1\"", None, "spec.validations[0].expression: compilation failed: no matching overload for '-' applied to (dyn, string)"),
     ("validations:\n- expression: \"true\"", "[Block]", "must be Deny, Warn or Audit, not 'Block'"),
     ("validations:\n- expression: \"true\"", "[Deny, Warn]", "Deny and Warn may not be used together"),
+    ("variables:\n- {name: 1, expression: \"1\"}\nvalidations:\n- expression: \"true\"", None,
+     "spec.variables[0].name: a variable's name is required (a string)"),
 ])
 def test_bad_policies_do_not_load_and_say_where(tmp_path, spec, binding, expected):
     text = _policy(DEPLOYMENTS[2:].replace("\n  ", "\n") + spec) + "---\n" + _binding(binding or "[Deny]")
+    (tmp_path / "vap.yaml").write_text(text)
+    with pytest.raises(PolicyLoadError) as caught:
+        Engine.load([str(tmp_path / "vap.yaml")])
+    assert any(expected in problem for problem in caught.value.problems), caught.value.problems
+
+
+@pytest.mark.parametrize("match,expected", [
+    ("{}", "spec.matchConstraints: resourceRules is required"),
+    ("{resourceRules: [{apiGroups: [apps]}]}", "spec.matchConstraints.resourceRules[0]: operations must be a "
+                                                "non-empty list of strings"),
+])
+def test_a_rule_that_could_match_nothing_does_not_load(tmp_path, match, expected):
+    text = _policy(f"matchConstraints: {match}\nvalidations:\n- expression: 'false'") + "---\n" + _binding()
     (tmp_path / "vap.yaml").write_text(text)
     with pytest.raises(PolicyLoadError) as caught:
         Engine.load([str(tmp_path / "vap.yaml")])

@@ -180,6 +180,26 @@ def _check(resource: Resource, pointer: str, source: Any, declarations: dict, pr
     return Check(expression, pointer, None, source)
 
 
+_RULE_FIELDS = ("apiGroups", "apiVersions", "operations", "resources")
+
+
+def _rules(resource: Resource, at: str, match: dict, problems: _Problems, required: bool) -> None:
+    """resourceRules (required in a policy) and excludeResourceRules: each names groups, versions, operations and
+    resources, as the API server's validation requires; an empty one would silently match nothing."""
+    if required and not match.get("resourceRules"):
+        problems.add(resource, f"{at}/resourceRules" if "resourceRules" in match else at, "resourceRules is required")
+    for field in ("resourceRules", "excludeResourceRules"):
+        for index, rule in enumerate(_list(resource, f"{at}/{field}", match.get(field), problems)):
+            if not isinstance(rule, dict):
+                problems.add(resource, f"{at}/{field}/{index}", "must be a map")
+                continue
+            for name in _RULE_FIELDS:
+                values = rule.get(name)
+                if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
+                    problems.add(resource, f"{at}/{field}/{index}/{name}" if name in rule else f"{at}/{field}/{index}",
+                                 f"{name} must be a non-empty list of strings")
+
+
 def _policy(resource: Resource, problems: _Problems, limits: Optional[Limits]) -> Optional[InTreePolicy]:
     name = _name(resource, problems)
     spec = _map(resource, "/spec", resource.obj.get("spec"), problems, required=True)
@@ -187,8 +207,8 @@ def _policy(resource: Resource, problems: _Problems, limits: Optional[Limits]) -
     if failure not in ("Fail", "Ignore"):
         problems.add(resource, "/spec/failurePolicy", f"must be Fail or Ignore, not {failure!r}")
     match = _map(resource, "/spec/matchConstraints", spec.get("matchConstraints"), problems, required=True)
-    if match and not _list(resource, "/spec/matchConstraints/resourceRules", match.get("resourceRules"), problems):
-        problems.add(resource, "/spec/matchConstraints/resourceRules", "is required")
+    if isinstance(spec.get("matchConstraints"), dict):
+        _rules(resource, "/spec/matchConstraints", match, problems, required=True)
     param_kind = _map(resource, "/spec/paramKind", spec.get("paramKind"), problems) or None
     declarations = dict(_BASE)
     if param_kind is None:
@@ -207,7 +227,9 @@ def _policy(resource: Resource, problems: _Problems, limits: Optional[Limits]) -
         offline = {n: c.offline for n, c in variables.items() if c.offline}
         check = _check(resource, at + "/expression", item.get("expression"),
                        dict(declarations, variables=known, offline=offline), problems, limits, None)
-        if check is not None and isinstance(item.get("name"), str):
+        if not isinstance(item.get("name"), str) or not item.get("name"):
+            problems.add(resource, at + "/name" if "name" in item else at, "a variable's name is required (a string)")
+        elif check is not None:
             variables[item["name"]] = check
     declarations["variables"] = Struct("variables", {n: c.expression.type if c.expression else DYN
                                                      for n, c in variables.items()})
@@ -261,6 +283,8 @@ def _binding(resource: Resource, problems: _Problems) -> Optional[InTreeBinding]
         if ("name" in ref) == ("selector" in ref):
             problems.add(resource, "/spec/paramRef", "exactly one of name or selector is required")
     match = _map(resource, "/spec/matchResources", spec.get("matchResources"), problems) or None
+    if match is not None:
+        _rules(resource, "/spec/matchResources", match, problems, required=False)
     if name is None or not actions or any(a not in ACTIONS for a in actions):
         return None
     return InTreeBinding(name, resource, policy, tuple(ACTIONS[a] for a in actions), match, ref)
