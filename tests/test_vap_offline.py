@@ -299,3 +299,23 @@ validations:
     assert [f.message.rsplit(": ", 1)[1] for f in engine.evaluate(update).findings] == ["no scaling down"]
     create = Resource(new, Origin(uid="u", operation="CREATE"))
     assert engine.evaluate(create).findings == [] and engine.evaluate(create).policies == ()
+
+
+def test_the_webhook_path_denies_by_a_vap_and_lowers_nothing(tmp_path):
+    import json
+
+    import yaml
+
+    from serverproc import make_review
+    from webhook.app import admission
+    from webhook.inputs import review as reviews
+
+    (tmp_path / "vap.yaml").write_text(_policy(REPLICAS) + "---\n" + _binding())
+    engine = Engine.load([str(tmp_path / "vap.yaml")])
+    big, small = yaml.safe_load(_deployment("big", 7)), yaml.safe_load(_deployment("big", 2))
+    denied = admission.validate(engine, reviews.parse(json.dumps(make_review(big)).encode()))
+    assert denied.outcome == "denied" and "replicas must be no greater than 5" in denied.response["status"]["message"]
+    # An UPDATE that keeps the violation is still denied: the API server has no "already present" lowering
+    update = admission.validate(engine, reviews.parse(json.dumps(make_review(big, "UPDATE", big)).encode()))
+    assert update.outcome == "denied"
+    assert admission.validate(engine, reviews.parse(json.dumps(make_review(small)).encode())).outcome == "allowed"

@@ -130,9 +130,10 @@ def validate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None
         if not count % 4096:
             check_deadline(deadline)  # 30,000 containers make 360,000 findings: this loop too must stop in time
         if finding.blocking:
-            if before and _already_there(finding, before, resource.obj, old_obj):
+            policy = engine.by_id.get(finding.policy)  # None: a ValidatingAdmissionPolicy's, judged as the API server does
+            if policy is not None and before and _already_there(finding, before, resource.obj, old_obj):
                 warnings.append(warning(finding, "(already present before this update) "))
-            elif owner is not None and engine.by_id[finding.policy].match.admits_kind(owner):
+            elif policy is not None and owner is not None and policy.match.admits_kind(owner):
                 warnings.append(warning(finding, "(owner admitted by its controller) "))
             else:
                 blocking.append(finding)
