@@ -171,3 +171,16 @@ def test_a_config_override_fed_to_a_typed_function_is_reported_in_the_config_fil
     assert "is not a Kubernetes quantity" in diagnostic, diagnostic
     config.write_text(CONFIG.format(value="4Gi"))
     assert aiadmit("policies", "--config", str(config), "--policies", str(policy)).returncode == 0
+
+
+def test_the_bundles_quantity_param_overridden_badly_stops_the_audit_at_the_config_line(tmp_path):
+    """The issue's case: resources-declared's `minMemoryPerDevice` set to "4 Gi" by a config used to load and make
+    the rule an evaluation error on every workload; now the audit does not start, and says where the value is."""
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\npolicies:\n  resources-declared:\n"
+                      "    params:\n      minMemoryPerDevice: \"4 Gi\"\n")
+    done = aiadmit("audit", "--config", str(config), "examples/manifests/pytorchjob-gpu.yaml")
+    assert done.returncode == 2 and not done.stdout, done.stdout
+    (diagnostic,) = done.stderr.splitlines()
+    assert diagnostic.startswith(f"{config}:6:7: error: policies.resources-declared.params.minMemoryPerDevice: "
+                                 "param minMemoryPerDevice: invalid quantity() argument: '4 Gi'"), diagnostic
