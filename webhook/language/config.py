@@ -116,9 +116,10 @@ def _read(path: str, checks: Optional[Checks]) -> tuple[dict, list[str]]:
         pointer, message = locate_error(error)
         line, column = resource.origin.position(pointer)
         problems.append(f"{path}:{line}:{column}: {jp.to_dotted(pointer) or '(document)'}: {message}")
-    origins = {}  # where each policy's param override (and each element, key or value in it) is written: its
+    # where each policy's param override (and each element or value inside it) is written: its errors go there
+    origins = {}
     for pid, item in (resource.obj.get("policies") or {}).items() if isinstance(resource.obj.get("policies"), dict) \
-            else ():  # errors go there
+            else ():
         for name, value in ((item or {}).get("params") or {}).items() if isinstance(item, dict) else ():
             for steps in _paths(value, (name,)):
                 line, column = resource.origin.position(jp.join("", "policies", pid, "params", *map(str, steps)))
