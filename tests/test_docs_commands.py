@@ -48,6 +48,12 @@ RUNS = {
     "aiadmit export --kubernetes-version 1.35 --out exported-1.35/": 0,
     "aiadmit export --format static --out static/": 0,
     "aiadmit export --check": 0,
+    "aiadmit cel variables.memoryShm --object tests/policies/shm-sized/resources.yaml --policy "
+    "policies/shm-sized.yaml": 2,
+    "aiadmit cel variables.memoryShm --object tests/policies/shm-sized/resources.yaml --policy "
+    "policies/shm-sized.yaml --document 2": 0,
+    "aiadmit cel variables.memoryShm --object tests/policies/shm-sized/resources.yaml --policy "
+    "policies/shm-sized.yaml --name no-shm": 0,
 }
 # piped from kubectl (run when a kubectl is on this machine)
 KUBECTL = {
@@ -65,18 +71,30 @@ NOT_OFFLINE = {
 }
 
 
-def documented_commands() -> set[str]:
-    """Lines of the documents' sh/unlabelled code blocks that run aiadmit, without their trailing comments."""
-    found = set()
+def documented_comments() -> dict[str, str]:
+    """Lines of the documents' sh/unlabelled code blocks that run aiadmit, without their trailing comments -> the
+    comment (what the docs say the command answers; "" for none)."""
+    found: dict[str, str] = {}
     for name in DOCS:
         with open(os.path.join(ROOT, name), encoding="utf-8") as handle:
             text = handle.read()
         for block in re.findall(r"^```(?:sh)?\n(.*?)^```", text, flags=re.M | re.S):
             for line in block.splitlines():
-                command = re.sub(r"\s+#\s.*$", "", line).strip()
+                comment = re.search(r"\s+#\s(.*)$", line)
+                command = line[:comment.start()].strip() if comment else line.strip()
                 if "aiadmit " in command and not command.startswith(("#", "curl")):
-                    found.add(command)
+                    found[command] = found.get(command) or (comment.group(1).strip() if comment else "")
     return found
+
+
+def documented_commands() -> set[str]:
+    return set(documented_comments())
+
+
+# What a comment states outright (not "exit 1 if ..."): an exit code, optionally with the start of the message
+# (`exit 2: the file holds 14 objects (1: ..., ...)`), or the value printed (`true`, `17179869184.0`, `false: ...`)
+_STATED_EXIT = re.compile(r"^exit (\d)(?::\s*(.*))?$")
+_STATED_VALUE = re.compile(r'^(true|false|-?\d[\d.]*|"[^"]*")(?::|$)')
 
 
 def test_every_documented_command_is_known():
@@ -107,6 +125,19 @@ def test_documented_command_runs_with_the_documented_exit_code(command, checkout
     done = run(command, checkout)
     assert done.returncode == RUNS[command], f"{command}: exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr}"
     assert "Traceback" not in done.stderr
+    said = documented_comments().get(command, "")
+    stated = _STATED_EXIT.match(said)
+    if stated:  # the docs' own words agree with the table above and with what runs
+        assert done.returncode == int(stated.group(1)), (command, said)
+        message = (stated.group(2) or "").partition("...")
+        if message[1]:  # the message as the docs quote it, up to their `...`
+            assert message[0] in done.stderr, (command, said, done.stderr)
+    value = _STATED_VALUE.match(said)
+    if value:
+        assert done.stdout.strip() == value.group(1), (command, said, done.stdout)
+    if said.startswith("scaffold: "):  # `--init`: the directory the docs say it writes
+        written = checkout / said.split(": ", 1)[1]
+        assert (written / "test.yaml").is_file() and (written / "resources.yaml").is_file(), (command, said)
 
 
 def test_fix_then_audit_passes_the_policies_fix_addresses(checkout):

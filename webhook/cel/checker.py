@@ -18,7 +18,7 @@ from typing import Any, Mapping, Optional
 
 from webhook.cel import strictness as strict
 from webhook.cel.operators import binary
-from webhook.cel.patterns import pattern_problem
+from webhook.cel import patterns
 from webhook.cel.strictness import SURE_DYN
 from webhook.cel.tree import depth, resolve
 from webhook.cel.constants import DYN, show, type_of_value
@@ -81,8 +81,8 @@ class Checker:
         self.positions = positions
         self.kubernetes = kubernetes  # Kubernetes' literal validators too (cel/strictness.py), not only cel-go's
         self.exempt = 0  # inside a format() call: its literals need not be homogeneous
-        self.param_values: dict = {}  # the policy's params (constants at load): patterns they feed are checked
-        self.param_lists: dict = {}  # a comprehension's variable -> the param list it ranges over
+        self.param_values: dict = {}  # the policy's params (constants at load): the typed constants they feed are checked
+        self.bound: dict = {}  # a comprehension's (or cel.bind's) variable -> the constants it takes, or None
         self.declarations = declarations
         self.lenient = lenient  # every undeclared free name is a dyn variable (the API without a level)
         self.functions = functions
@@ -288,20 +288,23 @@ class Checker:
                 args[0][0] == "ident" and args[1][0] == "ident":
             self.check(target, scope)
             inner = dict(scope, **{args[0][1]: DYN, args[1][1]: DYN})
-            kinds = [self.check(part, inner) for part in args[2:]]
+            ranges = patterns.elements(self._values(target, scope), True)
+            kinds = self._bound({args[0][1]: ranges[0], args[1][1]: ranges[1]},
+                                lambda: [self.check(part, inner) for part in args[2:]])
             if len(kinds) == 2:
                 self._bool(args[2], kinds[0], f"{name}()'s filter")
             return ("list", kinds[-1]) if name == "transformList" else ("map", DYN, kinds[-1])
         if target is not None and name in ("optMap", "optFlatMap") and len(args) == 2 and args[0][0] == "ident":
             if self.check(target, scope) not in (DYN, "optional"):
                 raise self.fail(node, f"{name}() takes an optional")
-            self.check(args[1], dict(scope, **{args[0][1]: DYN}))
+            self._bound({args[0][1]: None}, lambda: self.check(args[1], dict(scope, **{args[0][1]: DYN})))
             return "optional"
         if name == "cel.bind":
             if len(args) != 3 or args[0][0] != "ident":
                 raise self.fail(node, "cel.bind() takes a name, a value and an expression")
             bound = self.check(args[1], scope)
-            return self.check(args[2], dict(scope, **{args[0][1]: bound}))
+            return self._bound({args[0][1]: self._values(args[1], scope)},
+                               lambda: self.check(args[2], dict(scope, **{args[0][1]: bound})))
         arguments = ((target,) if target is not None else ()) + args
         self.exempt += name == "format"
         try:
@@ -319,6 +322,7 @@ class Checker:
             strict.validate(self, name, arguments, scope)
         timed = strict.time_call(name, kinds, target is not None)
         if timed is not None:
+            self._constants(name, arguments, scope)
             return timed
         if name in _CONVERSIONS and target is None and len(kinds) == 1:
             return SURE_DYN if name == "dyn" else _CONVERSIONS[name]
@@ -346,16 +350,22 @@ class Checker:
                                   f"({', '.join(show(k) for k in kinds)})")
         if function.check is not None and (problem := function.check(kinds, target is not None)):  # Kubernetes'
             raise self.fail(node, f"no matching overload for {name}() applied to ({show(kinds[0])}): {problem}")
-        if function.pattern is not None:
-            argument = (((target,) if target is not None else ()) + args)[function.pattern]
-            problem = pattern_problem(argument, scope, self.param_values, self.param_lists, function.check_pattern)
-            if problem is not None:
-                if problem[1] is None:
-                    raise self.fail(argument, problem[0])
-                raise CheckError(problem[0], self.fail(argument, "").offset, problem[1])
+        self._constants(name, arguments, scope)
         if function.result is None and name in ("sum", "min", "max") and isinstance(kinds[0], tuple):
             return kinds[0][1]
         return function.result if function.result is not None else DYN
+
+    def _values(self, node: tuple, scope: Mapping) -> Optional[list]:
+        return patterns.values(node, scope, self.param_values, self.bound)
+
+    def _bound(self, variables: Mapping[str, Any], check: Any) -> Any:
+        return patterns.binding(self.bound, variables, check)
+
+    def _constants(self, name: str, arguments: tuple, scope: Mapping) -> None:
+        """A constant argument that cannot run (cel/patterns.py): at the argument, with the param's path if any."""
+        problem = patterns.constant_problem(name, arguments, scope, self, self.functions)
+        if problem is not None:
+            raise CheckError(problem[0], self.fail(problem[1], "").offset, problem[2])
 
     def _macro(self, node: tuple, name: str, target: tuple, args: tuple, scope: Mapping) -> Any:
         over = self.check(target, scope)
@@ -379,15 +389,9 @@ class Checker:
             body = args[1:]
         if len(body) not in ((1, 2) if name == "map" else (1,)):
             raise self.fail(node, f"{name}() takes a variable name and an expression")
-        variable = args[1][1] if two else args[0][1]
-        listed = target[2] if target[0] == "select" and target[1] == ("ident", "params") and "params" not in scope \
-            and type(self.param_values.get(target[2])) is list and not two else None
-        saved = self.param_lists.get(variable)
-        self.param_lists[variable] = listed  # shadowed by an inner comprehension's own variable of that name
-        try:
-            kinds = [self.check(part, inner) for part in body]
-        finally:
-            self.param_lists[variable] = saved
+        ranges = patterns.elements(self._values(target, scope), two)
+        kinds = self._bound({args[0][1]: ranges[0], args[1][1]: ranges[1]} if two else {args[0][1]: ranges[0]},
+                            lambda: [self.check(part, inner) for part in body])
         if name in ("all", "exists", "exists_one", "existsOne"):
             self._bool(body[-1], kinds[-1], f"{name}()")
             return "bool"

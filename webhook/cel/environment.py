@@ -300,7 +300,7 @@ class Template:
                 self.parts.append(Expression(segment.strip(), params, memo, declarations, limits,
                                              portable=portable))
             except CelError as exc:  # the offset in the whole message, as written
-                raise CelError(exc.message, None if exc.offset is None else start + exc.offset) from None
+                raise CelError(exc.message, None if exc.offset is None else start + exc.offset, exc.param) from None
             position = match.end()
         self.parts.append(text[position:])
         # (text before, expression) pairs and the text after: what render walks, without a type test per part

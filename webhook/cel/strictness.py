@@ -259,7 +259,7 @@ def validate(checker: Any, name: str, arguments: tuple, scope: Any) -> None:
         checker.exempt += 1  # the arguments of a format() call need not be homogeneous
         try:
             found = format_problem(arguments[0][1], [checker.check(item, scope) for item in items],
-                                   lambda index: _unshowable(checker, items[index], scope))
+                                   lambda index: unshowable(checker, items[index], scope))
         finally:
             checker.exempt -= 1
         if found:
@@ -268,7 +268,7 @@ def validate(checker: Any, name: str, arguments: tuple, scope: Any) -> None:
                                found[1])
 
 
-def _unshowable(checker: Any, node: tuple, scope: Any) -> Optional[tuple]:
+def unshowable(checker: Any, node: tuple, scope: Any) -> Optional[tuple]:
     """(the node, its type) of the part of a format() argument %s cannot show (literals looked into), or None."""
     kind = checker.check(node, scope)
     if not shows(kind):
@@ -276,7 +276,7 @@ def _unshowable(checker: Any, node: tuple, scope: Any) -> Optional[tuple]:
     parts = node[1] if node[0] == "list" else [p for entry in node[1] for p in entry] if node[0] == "map" else ()
     for part in parts:
         part = part[1] if part[0] == "optitem" else part  # `[?x]`, `{?k: v}`: Kubernetes looks at the optional
-        found = _unshowable(checker, part, scope)
+        found = unshowable(checker, part, scope)
         if found:
             return found
     return None

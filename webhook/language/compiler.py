@@ -23,6 +23,7 @@ from webhook.language.checks import Checks
 from webhook.language.declarations import for_level
 from webhook.language.policy import Match, Mutation, Policy, Rule
 from webhook.language.schemanative import NativeSchemaRule, compile_schema
+from webhook.model import pointer as jp
 
 _PARAM_REF = re.compile(r"^\$\{params\.([A-Za-z_][A-Za-z0-9_]*)\}$")
 
@@ -57,13 +58,14 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
     reported: set[tuple] = set()  # params whose value was reported (once, however many expressions use it)
 
     def at_param(exc: CelError, user: str) -> bool:
-        """A param's value that is the mistake (a non-RE2 pattern) is reported at that value, once."""
+        """A param's value that is the mistake (a non-RE2 pattern, a quantity that does not parse: cel/patterns.py)
+        is reported at that value, once, however many expressions use it."""
         param = getattr(exc, "param", None)
         if not param or param[0] not in params:
             return False
         if param not in reported:  # an override is located in the config file by the loader (the 4th item)
             reported.add(param)
-            problems.append(("/params/" + "/".join(map(str, param)), f"{exc.message} (used by {user})", None,
+            problems.append((jp.join("/params", *map(str, param)), f"{exc.message} (used by {user})", None,
                              param if param[0] in (params_override or {}) else None))
         return True
 
@@ -106,7 +108,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             message = Template(raw.get("message", ""), params, checks, declarations(level), limits,
                                portable)
         except CelError as exc:
-            if not reads_broken(raw.get("message"), broken):
+            if not at_param(exc, f"rule {raw['name']}'s message") and not reads_broken(raw.get("message"), broken):
                 problems.append((f"{where}/message", f"rule {raw['name']}: CEL in message does not compile: "
                                                      f"{exc.message}", exc.offset))
             continue
@@ -116,7 +118,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
                                             limits, fallback=message if raw.get("message") else None,
                                             portable=portable)
             except CelError as exc:
-                if not reads_broken(raw["messageExpression"], broken):
+                if not at_param(exc, f"rule {raw['name']}'s messageExpression") and \
+                        not reads_broken(raw["messageExpression"], broken):
                     problems.append((f"{where}/messageExpression", f"rule {raw['name']}: messageExpression does "
                                                                    f"not compile: {exc.message}", exc.offset))
                 continue

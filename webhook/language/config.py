@@ -116,19 +116,32 @@ def _read(path: str, checks: Optional[Checks]) -> tuple[dict, list[str]]:
         pointer, message = locate_error(error)
         line, column = resource.origin.position(pointer)
         problems.append(f"{path}:{line}:{column}: {jp.to_dotted(pointer) or '(document)'}: {message}")
-    origins = {}  # where each policy's param override (and each element of a list) is written: its errors go there
+    # where each policy's param override (and each element or value inside it) is written: its errors go there
+    origins = {}
     for pid, item in (resource.obj.get("policies") or {}).items() if isinstance(resource.obj.get("policies"), dict) \
             else ():
         for name, value in ((item or {}).get("params") or {}).items() if isinstance(item, dict) else ():
-            for index in [None, *range(len(value))] if isinstance(value, list) else [None]:
-                pointer = jp.join("", "policies", pid, "params", name, *([str(index)] if index is not None else []))
-                line, column = resource.origin.position(pointer)
-                origins[(pid, name) + ((index,) if index is not None else ())] = f"{path}:{line}:{column}"
+            for steps in _paths(value, (name,)):
+                line, column = resource.origin.position(jp.join("", "policies", pid, "params", *map(str, steps)))
+                origins[(pid, *steps)] = f"{path}:{line}:{column}"
     _ORIGINS[path] = origins
     return resource.obj, problems
 
 
-_ORIGINS: dict[str, dict] = {}  # config file -> (policy, param[, index]) -> "file:line:col" of the override
+def _paths(value: object, path: tuple, budget: Optional[list] = None) -> list:
+    """`path` and the path of every element or value inside `value` (list indexes, map keys), at most 10,000."""
+    budget = [10_000] if budget is None else budget
+    budget[0] -= 1
+    out = [path]
+    items = enumerate(value) if isinstance(value, list) else value.items() if isinstance(value, dict) else ()
+    for key, inner in items:
+        if budget[0] <= 0:
+            break
+        out += _paths(inner, path + (key,), budget)
+    return out
+
+
+_ORIGINS: dict[str, dict] = {}  # config file -> (policy, param, index or key...) -> "file:line:col" of the override
 
 
 class Params(dict):
