@@ -52,15 +52,33 @@ def policy_files(paths: Iterable[str]) -> list[str]:
 def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None,
                   checks: Optional[Checks] = None, limits: Optional[Limits] = None) -> list[Policy]:
     """Load, validate and compile every policy in `paths`; raise PolicyLoadError on any problem."""
-    checks = checks or Checks()
     files = policy_files(paths)
     loaded = load_paths(files, templates=False)
+    policies, problems = compile_loaded(loaded, params, checks, limits)
+    if not files:
+        problems.append("no policy files given")
+    elif not policies and not problems:
+        problems.append(f"no Policy documents found in {', '.join(files)}")
+    if problems:
+        raise PolicyLoadError(problems)
+    return policies
+
+
+def compile_loaded(loaded, params: Optional[dict[str, dict]] = None, checks: Optional[Checks] = None,
+                   limits: Optional[Limits] = None, texts: Optional[dict[str, str]] = None,
+                   prepare=None) -> tuple[list[Policy], list[str]]:
+    """Check and compile every Policy document `loaded` holds: (policies, problems as file:line:col).
+
+    `texts`: the text each document's file holds, when it is not a file on disk (a cluster object's rendering);
+    `prepare(resource)`: the document the schema sees (a cluster object less the metadata the API server adds).
+    """
+    checks = checks or Checks()
     problems = [f"{e.file}:{e.line}:{e.column}: {e.message}" for e in loaded.errors + loaded.skipped]
-    texts: dict[str, str] = {}
+    texts = dict(texts or {})
     policies: list[Policy] = []
     seen: dict[str, str] = {}
     for resource in loaded.resources:
-        doc = resource.obj
+        doc = prepare(resource) if prepare is not None else resource.obj
         if doc.get("kind") != "Policy" and not str(doc.get("apiVersion", "")).startswith("aiadmit.dev/"):
             problems.append(_format(resource, "/kind", f"not a Policy document (kind {doc.get('kind')!r})"))
             continue
@@ -88,13 +106,7 @@ def load_policies(paths: Iterable[str], params: Optional[dict[str, dict]] = None
                     continue
                 problems.append(_format(resource, problem[0], problem[1], problem[2] if len(problem) > 2 else None,
                                         texts[path]))
-    if not files:
-        problems.append("no policy files given")
-    elif not policies and not problems:
-        problems.append(f"no Policy documents found in {', '.join(files)}")
-    if problems:
-        raise PolicyLoadError(problems)
-    return policies
+    return policies, problems
 
 
 def _text_of(path: str) -> Optional[str]:
