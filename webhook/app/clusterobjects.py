@@ -153,6 +153,11 @@ class ClusterObjects:
             self._desired = desired
         return engine
 
+    def conditions(self) -> dict[str, dict]:
+        """The Loaded condition the last engine computed for each object, by `Kind/[namespace/]name`."""
+        with self._lock:
+            return {"/".join(p for p in key if p): found[2] for key, found in self._desired.items()}
+
     def write_statuses(self) -> None:
         for kind in ("Policy", "PolicyException"):
             for obj in self._snapshot(kind):
