@@ -75,6 +75,17 @@ def loaded(apiserver, kind: str, name: str, namespace: str | None = None) -> dic
     return None
 
 
+def without_status(text: str) -> list[str]:
+    """The lines of `kubectl get -o yaml` less the top-level `status` block (the positions aiadmit gives)."""
+    out, inside = [], False
+    for line in text.splitlines():
+        if line and not line[0].isspace() and not line.startswith("- "):
+            inside = line.startswith("status:")
+        if not inside:
+            out.append(line)
+    return out
+
+
 def apply(apiserver, doc: dict, *extra: str, check: bool = True):
     return apiserver.kubectl("apply", *extra, "-f", "-", input=yaml.safe_dump(doc), check=check)
 
@@ -158,7 +169,7 @@ def test_a_policy_applied_with_kubectl_is_enforced_and_a_broken_one_costs_only_i
     where = condition["message"].split(": ", 1)[0]
     assert where.startswith("Policy/e2e-broken:"), condition["message"]
     line, column = (int(n) for n in where.split(":")[1:3])
-    shown = apiserver.kubectl("get", "policies.aiadmit.dev", "e2e-broken", "-o", "yaml").stdout.splitlines()
+    shown = without_status(apiserver.kubectl("get", "policies.aiadmit.dev", "e2e-broken", "-o", "yaml").stdout)
     assert shown[line - 1].lstrip().startswith("- expression:"), (line, shown)  # the line kubectl shows
     assert shown[line - 1][column - 1:].startswith("+ 'a'")
     assert denied_by_team_label(apiserver, ns)  # the previous policies keep being enforced

@@ -3,8 +3,10 @@
 A `Policy` object is the same document as a file in policies/; the API server adds metadata (uid,
 resourceVersion, managedFields, annotations) and a `status`, which the language's schema does not know, so
 the schema sees the document less those. Errors name the object and the line and column of its rendering
-with sorted keys and without `status` and `managedFields`: the layout `kubectl get -o yaml` prints, so
-`Policy/team-label:14:17` is the line a person finds there.
+with sorted keys, without `status` (and managedFields, which kubectl hides): the layout of
+`kubectl get policy NAME -o yaml` less its status block, so `Policy/team-label:14:17` is the line a person finds
+there (for the fields sorted before `status`, which are all but summary, target, variables and why, in
+kubectl's own output as it is).
 
 A `PolicyException` is namespaced and covers only its own namespace: it has no field naming other
 namespaces (the CRD's schema has none, and this check refuses one), because who may create it is RBAC's
@@ -59,7 +61,19 @@ def render(obj: dict) -> str:
     meta = dict(shown.get("metadata") or {})
     meta.pop("managedFields", None)
     shown["metadata"] = meta
-    return yaml.safe_dump(shown, sort_keys=True, default_flow_style=False, width=1 << 20, allow_unicode=True)
+    return yaml.dump(shown, Dumper=_KubectlDumper, sort_keys=True, default_flow_style=False, width=1 << 20,
+                     allow_unicode=True)
+
+
+class _KubectlDumper(yaml.SafeDumper):
+    """Lines as sigs.k8s.io/yaml writes them: a string with a line break is a literal block (`|`), not quoted."""
+
+
+def _string(dumper: yaml.SafeDumper, value: str):
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_KubectlDumper.add_representer(str, _string)
 
 
 def _loaded(obj: dict) -> tuple[str, str, "object"]:
