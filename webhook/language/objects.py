@@ -99,13 +99,19 @@ def load_policy_object(obj: dict, params: Optional[dict] = None, checks: Optiona
     return (policies[0] if not problems else None), problems
 
 
-def load_exception_object(obj: dict, known: Iterable[str]) -> tuple[Optional[PolicyException], list[str]]:
-    """The exception of one `PolicyException` object, confined to its namespace, or None and every problem."""
-    name, text, loaded = _loaded(obj)
-    problems = [f"{e.file}:{e.line}:{e.column}: {e.message}" for e in loaded.errors]
-    if problems or len(loaded.resources) != 1:
-        return None, problems or [f"{name}:1:1: expected one PolicyException document"]
-    resource = loaded.resources[0]
+def load_exception_object(obj: dict, known: Iterable[str],
+                          resource: Optional[Resource] = None) -> tuple[Optional[PolicyException], list[str]]:
+    """The exception of one `PolicyException` object, confined to its namespace, or None and every problem.
+
+    `resource`: the object as read from a file (an audit's input): problems then name that file's lines."""
+    if resource is None:
+        name, text, loaded = _loaded(obj)
+        problems = [f"{e.file}:{e.line}:{e.column}: {e.message}" for e in loaded.errors]
+        if problems or len(loaded.resources) != 1:
+            return None, problems or [f"{name}:1:1: expected one PolicyException document"]
+        resource = loaded.resources[0]
+    else:
+        name, problems = resource.origin.file or label(obj), []
 
     def problem(pointer: str, message: str) -> None:
         line, column = resource.origin.position(pointer)
