@@ -17,7 +17,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from webhooks import OWN_NAMESPACE, REPO, wait_until
+from webhooks import OWN_NAMESPACE, REPO, aiadmit_cli, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -214,3 +214,13 @@ def test_an_exception_from_an_approver_covers_one_namespace_and_others_are_refus
     assert condition["status"] == "True"
     assert denied_by_team_label(apiserver, b, "legacy-train-1")  # the same pod in the other namespace
     assert denied_by_team_label(apiserver, a, "serve-1")  # another pod of the same namespace
+
+    # `aiadmit audit --cluster` reads the same objects: the Policy (else --policy names an unknown id) and the
+    # exception (else the pod let through in a fails it). tests/test_cluster_objects.py covers them as files.
+    core = client.CoreV1Api(apiserver.api_client)
+    core.create_namespaced_pod(a, gpu_pod("legacy-train-2", a))
+    audit = ("audit", "--cluster", "--kubeconfig", str(apiserver.kubeconfig), "--policy", "e2e-team-label",
+             "-f", "json")
+    clean = aiadmit_cli(*audit, "-n", a, check=False)
+    assert clean.returncode == 0, clean.stderr
+    assert json.loads(clean.stdout)["summary"]["resources"] == 1
