@@ -175,6 +175,8 @@ def test_a_policy_applied_with_kubectl_is_enforced_and_a_broken_one_costs_only_i
     assert denied_by_team_label(apiserver, ns)  # the previous policies keep being enforced
     assert loaded(apiserver, "policies.aiadmit.dev", "e2e-team-label")["status"] == "True"
 
+    apiserver.kubectl("delete", "policies.aiadmit.dev", "e2e-broken")  # the audit below would report it, rightly
+
     # The shape the API server can decide is refused before the webhook sees it (the CRD's schema and CEL).
     refused = apply(apiserver, team_policy("e2e-no-rules") | {"rules": []}, check=False)
     assert refused.returncode != 0 and "rules" in refused.stderr
@@ -217,6 +219,7 @@ def test_an_exception_from_an_approver_covers_one_namespace_and_others_are_refus
 
     # `aiadmit audit --cluster` reads the same objects: the Policy (else --policy names an unknown id) and the
     # exception (else the pod let through in a fails it). tests/test_cluster_objects.py covers them as files.
+    apiserver.kubectl("delete", "policies.aiadmit.dev", "e2e-broken", "--ignore-not-found")
     core = client.CoreV1Api(apiserver.api_client)
     core.create_namespaced_pod(a, gpu_pod("legacy-train-2", a))
     audit = ("audit", "--cluster", "--kubeconfig", str(apiserver.kubeconfig), "--policy", "e2e-team-label",
