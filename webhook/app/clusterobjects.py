@@ -147,6 +147,8 @@ class ClusterObjects:
                 problems, policy = [f"{label(obj)}:1:1: metadata.name: policy {policy.id!r} is already defined in "
                                     f"{defined[policy.id]}"], None
             kept = self._good.get(uid) if policy is None else (generation, policy)
+            if kept is not None and kept[1].id in defined:  # a file took the id since: files win
+                kept = None
             if kept is not None:
                 good[uid] = kept
                 policies.append(kept[1])

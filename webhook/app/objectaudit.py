@@ -10,6 +10,8 @@ as always (all or nothing).
 from __future__ import annotations
 
 import dataclasses
+import os
+import stat
 from typing import Optional
 
 from webhook.engine.core import Engine
@@ -29,6 +31,8 @@ def from_files(paths: list[str]) -> tuple[Loaded, list]:
         if path == "-":
             continue  # stdin is read once, by the audit itself
         try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                continue  # a FIFO or a device would block here; the audit itself says what it cannot read
             with open(path, "rb") as handle:
                 if MARKER not in handle.read():
                     continue
@@ -72,6 +76,11 @@ def extend(engine: Engine, policies=None, exceptions=None, files: Optional[Loade
     params, limits = config.params(), config.cel_limits
     added, problems = [], []
     defined = {p.id: p.source for p in engine.by_id.values()}
+    # A file that is also one of the engine's policy files (`--policies my-policies` and a pre-commit run over
+    # the same repository) is the same policy, not a second one.
+    loaded_from = {os.path.realpath(p.source) for p in engine.by_id.values() if p.source}
+    if files is not None:
+        files.resources = [r for r in files.resources if os.path.realpath(r.origin.file or "") not in loaded_from]
     if files is not None and files.resources:
         compiled, found = compile_loaded(files, params, None, limits, prepare=_schema_view)
         added += compiled
