@@ -22,7 +22,8 @@ What is derived in the deployment (kustomize base, components, Helm chart), not 
 4. The Helm chart's copies (`charts/aiadmit`): `files/policies/*.yaml` (Helm
    reads nothing outside the chart either) and the webhook rules between the
    same markers in `templates/webhooks.yaml`.
-5. The monitoring files of `components/monitoring` (the PrometheusRule and the Grafana dashboard), copied to
+5. `charts/aiadmit/crds/crds.yaml`: a copy of `base/crds.yaml` (the Policy and PolicyException CRDs; Helm installs
+   a chart's crds/ before its templates). And the monitoring files of `components/monitoring` (the PrometheusRule and the Grafana dashboard), copied to
    `charts/aiadmit/files/monitoring/` for the chart's monitoring templates.
 6. The version: `webhook/__init__.py`'s `__version__` is the one source (pyproject.toml reads it, and
    `aiadmit --version` prints it); the chart's `version` and `appVersion`, the base's image tag (`newTag` in
@@ -75,6 +76,7 @@ VALIDATE_ONLY = [("autoscaling", "horizontalpodautoscalers"), ("keda.sh", "scale
                  ("resource.k8s.io", "resourceclaims"), ("resource.k8s.io", "resourceclaimtemplates")]
 # Kinds whose resource name is not the lower-cased kind plus "s" (none so far; the test checks every CRD's plural).
 PLURALS: dict[str, str] = {}
+MONITORING_COPIES += [(os.path.join(HERE, "base", "crds.yaml"), os.path.join(CHART, "crds", "crds.yaml"))]
 
 
 def plural(kind: str) -> str:
@@ -258,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             source = ("webhook/k8s/kinds.yaml" if path in (WEBHOOKS, CHART_WEBHOOKS)
                       else "manifests/components/monitoring" if "monitoring" in path
+                      else "manifests/base/crds.yaml" if path.endswith("crds.yaml")
                       else "webhook/__init__.py's __version__" if path in (CHART_YAML, BASE_DEPLOYMENT)
                       else "policies/ and webhook/language/default-config.yaml")
             print(f"{rel}: out of date with {source} (run python3 manifests/sync.py)", file=sys.stderr)

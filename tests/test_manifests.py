@@ -152,7 +152,7 @@ def test_every_object_validates_against_kubernetes_schemas(rendered, overlay, ve
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_namespaced_objects_are_in_the_webhook_namespace(rendered, overlay):
     cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "ValidatingWebhookConfiguration",
-                      "MutatingWebhookConfiguration", "PriorityClass"}
+                      "MutatingWebhookConfiguration", "PriorityClass", "CustomResourceDefinition"}
     for obj in rendered[overlay]:
         want = None if obj["kind"] in cluster_scoped else NAMESPACE
         assert obj["metadata"].get("namespace") == want, f"{obj['kind']}/{obj['metadata']['name']}"
@@ -277,12 +277,17 @@ def test_rbac_is_read_only_and_exactly_what_the_live_context_watches(rendered):
     for cache in LiveFacts().caches.values():
         group = cache.api_version.rpartition("/")[0]
         needed.add((group, cache.name))
+    needed |= {("aiadmit.dev", "policies"), ("aiadmit.dev", "policyexceptions")}  # webhook/app/clusterobjects.py
     role = one(rendered["base"], "ClusterRole", "aiadmit")
-    granted = set()
+    granted, written = set(), set()
     for rule in role["rules"]:
+        if rule["verbs"] == ["update"]:  # the one write: the status subresource of aiadmit's own objects
+            written |= {(g, r) for g in rule["apiGroups"] for r in rule["resources"]}
+            continue
         assert rule["verbs"] == ["get", "list", "watch"], rule
         granted |= {(g, r) for g in rule["apiGroups"] for r in rule["resources"]}
     assert granted == needed, f"missing {sorted(needed - granted)}, not needed {sorted(granted - needed)}"
+    assert written == {("aiadmit.dev", "policies/status"), ("aiadmit.dev", "policyexceptions/status")}
     binding = one(rendered["base"], "ClusterRoleBinding", "aiadmit")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "aiadmit", "namespace": NAMESPACE}]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]

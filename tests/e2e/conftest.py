@@ -807,6 +807,7 @@ def aiadmit_server(apiserver: ControlPlane, crds: list[str], tmp_path_factory: p
     from webhooks import Webhook
 
     hook = Webhook(apiserver, tmp_path_factory.mktemp("aiadmit-webhook"))
+    hook.install_kinds()  # manifests/base's CRDs and ClusterRoles, as an install has them before the Deployment
     hook.start()
     try:
         yield hook

@@ -92,7 +92,7 @@ def run(*argv: str, stdin: str | None = None, check: bool = True) -> subprocess.
 
 
 def template(helm: str, *settings: str, namespace: str = NAMESPACE, values: Path | None = None) -> list[dict]:
-    args = [helm, "template", "aiadmit", str(CHART), "--namespace", namespace]
+    args = [helm, "template", "aiadmit", str(CHART), "--namespace", namespace, "--include-crds"]  # crds/ too
     if values is not None:
         args += ["--values", str(values)]
     for setting in settings:

@@ -183,6 +183,22 @@ class Webhook:
     def logs(self) -> str:
         return "\n".join(p.read_text(errors="replace") for p in sorted(self.workdir.glob("run-*/serve-*.log")))
 
+    # -- aiadmit's own kinds ---------------------------------------------------------------------------------
+    def install_kinds(self, timeout: float = 120) -> None:
+        """The base's CRDs (Policy, PolicyException) and ClusterRoles/Bindings, as `kubectl apply -k` installs them;
+        returns once both kinds are served (the server watches them from its start)."""
+        shipped = [o for o in self.rendered.objects
+                   if o["kind"] in ("CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding")]
+        self.apiserver.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=aiadmit-e2e",
+                               "-f", "-", input=yaml.safe_dump_all(shipped))
+
+        def served() -> bool:
+            status, body = self.apiserver.get("/apis/aiadmit.dev/v1alpha1")
+            return status == 200 and {"policies", "policyexceptions"} <= {
+                r["name"] for r in yaml.safe_load(body).get("resources", [])}
+
+        wait_until(served, timeout, "aiadmit.dev/v1alpha1 to be served")
+
     # -- the registration -------------------------------------------------------------------------------------
     def configurations(self) -> list[dict]:
         return self.rendered.webhook_configurations(self.url, (self.certs_dir / "ca.crt").read_bytes())

@@ -16,12 +16,8 @@ finish on the old one; a half-written pair that fails to load is logged,
 counted and ignored until the files change again. Only TLS 1.2 (AEAD suites)
 and TLS 1.3 are offered.
 
-Policies and config: each worker polls the modification signature of the
-policy files and the config file; on change it loads a complete new engine
-and swaps it in with one assignment (server.EngineSource.swap). A set that
-fails to load is logged with every problem, counted
-(`aiadmit_policy_reloads_total{outcome="failure"}`), and the old set keeps
-serving.
+Policies and config: each worker reloads them when the files change, and (with a cluster) when the cluster's
+Policy and PolicyException objects do: app/reloader.py, app/clusterobjects.py.
 
 Shutdown: SIGTERM makes gunicorn stop accepting and lets each worker finish
 its in-flight reviews (up to `graceful_timeout`); idle kept-alive
@@ -40,22 +36,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from webhook.app.certs import CertError, read_pair
-from webhook.language.bundle import BUILTIN_POLICY_DIR
-from webhook.language.loader import policy_files
+from webhook.app.reloader import PolicyReloader, _signature
 
 log = logging.getLogger("aiadmit.serving")
-
-
-def _signature(paths: list[str]) -> tuple:
-    """What changes when any of `paths` is replaced or rewritten (follows symlinks: Kubernetes volumes swap them)."""
-    out = []
-    for path in paths:
-        try:
-            st = os.stat(path)
-            out.append((path, st.st_mtime_ns, st.st_size, st.st_ino))
-        except OSError:
-            out.append((path, None))
-    return tuple(out)
 
 
 # TLS 1.2 suites offered: ECDHE key exchange with an AEAD cipher only (no CBC: Lucky13-style padding oracles;
@@ -160,6 +143,7 @@ class ServeOptions:
     kubeconfig: Optional[str] = None
     in_cluster: bool = False
     facts_max_age: float = 120.0
+    cluster_objects: bool = True  # watch Policy/PolicyException objects (with live facts: app/clusterobjects.py)
     log_level: str = "info"
     # Connection limits (gworker.py): every phase of a connection ends by its own deadline.
     handshake_timeout: float = 5.0
@@ -168,69 +152,6 @@ class ServeOptions:
     keepalive_timeout: float = 30.0
     keepalive_requests: int = 1000
     max_connections: int = 1000
-
-
-class PolicyReloader:
-    """Polls the policy and config files; swaps in a fully loaded engine when they change."""
-
-    def __init__(self, options: ServeOptions, source, metrics):
-        self.options, self.source, self.metrics = options, source, metrics
-        self._signature = self.signature()
-        self._stop = threading.Event()
-
-    def watched(self) -> list[str]:
-        paths = list(self.options.policies or [BUILTIN_POLICY_DIR])
-        files = policy_files(paths)
-        return sorted(set(files + paths + ([self.options.config] if self.options.config else [])))
-
-    def signature(self) -> tuple:
-        try:
-            return _signature(self.watched())
-        except OSError:
-            return ()
-
-    def check(self) -> Optional[bool]:
-        """None: nothing changed; True: new set serving; False: new set rejected."""
-        signature = self.signature()
-        if signature == self._signature:
-            return None
-        self._signature = signature
-        from webhook.language.config import ConfigError
-        from webhook.engine.core import Engine
-        from webhook.language.policy import PolicyLoadError
-
-        try:
-            engine = Engine.load(self.options.policies or None, self.options.config,
-                                 self.options.own_namespace).prepare()  # compiled here, not in reviews
-        except (PolicyLoadError, ConfigError) as exc:
-            problems = exc.problems
-        except Exception as exc:  # anything else a broken file can provoke
-            problems = [f"{type(exc).__name__}: {exc}"]
-        else:
-            self.source.swap(engine)
-            self.metrics.reloads.labels("success").inc()
-            self.metrics.generation.set(self.source.generation)
-            self.metrics.policies.set(len(engine.policies))
-            log.info("policy set reloaded", extra={"fields": {"generation": self.source.generation,
-                                                              "policies": len(engine.policies)}})
-            return True
-        self.metrics.reloads.labels("failure").inc()
-        log.error("policy reload rejected; the previous set keeps serving",
-                  extra={"fields": {"generation": self.source.generation, "problems": problems[:20]}})
-        return False
-
-    def start(self) -> None:
-        def loop():
-            while not self._stop.wait(self.options.reload_interval):
-                try:
-                    self.check()
-                except Exception:
-                    log.exception("policy reload check failed")
-
-        threading.Thread(target=loop, name="aiadmit-reload", daemon=True).start()
-
-    def stop(self) -> None:
-        self._stop.set()
 
 
 def build_facts(options: ServeOptions):
@@ -242,18 +163,24 @@ def build_facts(options: ServeOptions):
 
         loaded = load_paths(options.context_files)
         return OfflineFacts(loaded.resources)
-    if options.kubeconfig or options.in_cluster:
-        from kubernetes import client, config
-
-        if options.kubeconfig:
-            api = config.new_client_from_config(config_file=options.kubeconfig)
-        else:
-            config.load_incluster_config()
-            api = client.ApiClient()
+    api = api_client(options)
+    if api is not None:
         from webhook.inputs.livefacts import LiveFacts
 
         return LiveFacts(api, max_age=options.facts_max_age).start()
     return NoFacts()
+
+
+def api_client(options: ServeOptions):
+    """A client of the cluster from the kubeconfig or the pod's service account; None without either."""
+    if not (options.kubeconfig or options.in_cluster):
+        return None
+    from kubernetes import client, config
+
+    if options.kubeconfig:
+        return config.new_client_from_config(config_file=options.kubeconfig)
+    config.load_incluster_config()
+    return client.ApiClient()
 
 
 def build_app(options: ServeOptions):
@@ -264,13 +191,23 @@ def build_app(options: ServeOptions):
 
     setup_logging(getattr(logging, options.log_level.upper(), logging.INFO))
     metrics = Metrics()
-    engine = Engine.load(options.policies or None, options.config, options.own_namespace).prepare()
+    objects = None
+    if options.cluster_objects and not options.context_files and (options.kubeconfig or options.in_cluster):
+        from webhook.app.clusterobjects import ClusterObjects
+
+        objects = ClusterObjects(api_client(options)).start()
+        objects.wait_synced(20.0)  # the cluster's policies from the first engine on, unless the API is away
+        engine = objects.engine(options.policies or None, options.config, options.own_namespace).prepare()
+    else:
+        engine = Engine.load(options.policies or None, options.config, options.own_namespace).prepare()
     source = EngineSource(engine, build_facts(options))
     settings = Settings(budget_seconds=options.budget_seconds, max_body_bytes=options.max_body_bytes,
                         on_timeout=options.on_timeout, max_nodes=options.max_review_nodes,
                         max_containers=options.max_containers)
     app = create_app(source, metrics, settings)
-    PolicyReloader(options, source, metrics).start()
+    PolicyReloader(options, source, metrics, objects).start()
+    if objects is not None:
+        objects.write_statuses()
     _WORKER["metrics"] = metrics
     return app
 

@@ -60,22 +60,48 @@ def load_all(paths: Iterable[str], params: Optional[dict[str, dict]] = None,
              checks: Optional[Checks] = None, limits: Optional[Limits] = None) -> tuple[list[Policy], InTree]:
     """aiadmit's policies and the in-tree ones (ValidatingAdmissionPolicies, their bindings and param objects:
     language/vapload.py) in `paths`; raise PolicyLoadError on any problem of either."""
-    checks = checks or Checks()
     files = policy_files(paths)
     loaded = load_paths(files, templates=False)
+    policies, intree, problems = _compile(loaded, params, checks, limits)
+    if not files:
+        problems.append("no policy files given")
+    elif not policies and not intree and not problems:
+        problems.append(f"no Policy documents found in {', '.join(files)}")
+    if problems:
+        raise PolicyLoadError(problems)
+    return policies, intree
+
+
+def compile_loaded(loaded, params: Optional[dict[str, dict]] = None, checks: Optional[Checks] = None,
+                   limits: Optional[Limits] = None, texts: Optional[dict[str, str]] = None,
+                   prepare=None) -> tuple[list[Policy], list[str]]:
+    """Check and compile every Policy document `loaded` holds: (policies, problems as file:line:col).
+
+    `texts`: the text each document's file holds, when it is not a file on disk (a cluster object's rendering);
+    `prepare(resource)`: the document the schema sees (a cluster object less the metadata the API server adds).
+    In-tree policies are read from files only (load_all): one here is a problem, never silently dropped.
+    """
+    policies, intree, problems = _compile(loaded, params, checks, limits, texts, prepare)
+    if intree:
+        problems.append("ValidatingAdmissionPolicies are read from policy files, not from here")
+    return policies, problems
+
+
+def _compile(loaded, params, checks, limits, texts=None, prepare=None) -> tuple[list[Policy], InTree, list[str]]:
+    checks = checks or Checks()
     problems = [f"{e.file}:{e.line}:{e.column}: {e.message}" for e in loaded.errors + loaded.skipped]
-    texts: dict[str, str] = {}
+    texts = dict(texts or {})
     policies: list[Policy] = []
     seen: dict[str, str] = {}
     ours, intree_docs, others = [], [], []
     for resource in loaded.resources:
-        doc = resource.obj
+        doc = prepare(resource) if prepare is not None else resource.obj
         if is_intree(doc):
             intree_docs.append(resource)
         elif doc.get("kind") != "Policy" and not str(doc.get("apiVersion", "")).startswith("aiadmit.dev/"):
             others.append(resource)
         else:
-            ours.append(resource)
+            ours.append((resource, doc))
     intree, others, intree_problems = read_intree(intree_docs, others, limits)
     for resource, pointer, message, offset in intree_problems:
         path = resource.origin.file or ""
@@ -84,8 +110,7 @@ def load_all(paths: Iterable[str], params: Optional[dict[str, dict]] = None,
         problems.append(_format(resource, pointer, message, offset, texts.get(path)))
     for resource in others:
         problems.append(_format(resource, "/kind", f"not a Policy document (kind {resource.obj.get('kind')!r})"))
-    for resource in ours:
-        doc = resource.obj
+    for resource, doc in ours:
         path = resource.origin.file or ""
         if path not in texts:
             texts[path] = _text_of(path)
@@ -110,13 +135,7 @@ def load_all(paths: Iterable[str], params: Optional[dict[str, dict]] = None,
                     continue
                 problems.append(_format(resource, problem[0], problem[1], problem[2] if len(problem) > 2 else None,
                                         texts[path]))
-    if not files:
-        problems.append("no policy files given")
-    elif not policies and not intree and not problems:
-        problems.append(f"no Policy documents found in {', '.join(files)}")
-    if problems:
-        raise PolicyLoadError(problems)
-    return policies, intree
+    return policies, intree, problems
 
 
 def _text_of(path: str) -> Optional[str]:

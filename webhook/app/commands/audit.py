@@ -103,6 +103,22 @@ def _run(args) -> int:
     engine = load_engine(args)
     if engine is None:
         return 2
+    api = None
+    from webhook.app import objectaudit  # the Policy/PolicyException objects the webhook would enforce too
+
+    if args.cluster:
+        missing = missing_extra("audit --cluster", "cluster", ("kubernetes",))
+        if missing is not None:
+            return missing
+        from webhook.app.clusteraudit import ClusterError, Progress, audit_cluster, connect
+        try:
+            api, context, default_namespace = connect(args.context, args.kubeconfig)
+            engine, object_problems = objectaudit.extend(engine, *objectaudit.from_cluster(api))
+        except ClusterError as exc:
+            return _usage(f"cluster: {exc}")
+    else:
+        found, exceptions = objectaudit.from_files(args.paths)
+        engine, object_problems = objectaudit.extend(engine, files=found, file_exceptions=exceptions)
     unknown = sorted((set(args.policy or []) | set(args.skip or [])) - set(engine.by_id))
     if unknown:
         return _usage(f"unknown policy id(s): {', '.join(unknown)} (see `aiadmit policies`)")
@@ -111,14 +127,8 @@ def _run(args) -> int:
     options = {"color": _color(args.color), "verbose": args.verbose, "quiet": args.quiet,
                "fail_on": args.fail_on, "now": time.time(),
                "max_bytes": args.max_report_bytes, "max_reports": args.max_reports}
-    api = None
     if args.cluster:
-        missing = missing_extra("audit --cluster", "cluster", ("kubernetes",))
-        if missing is not None:
-            return missing
-        from webhook.app.clusteraudit import ClusterError, Progress, audit_cluster, connect
         try:
-            api, context, default_namespace = connect(args.context, args.kubeconfig)
             namespaces = None if args.all_namespaces else (args.namespace or [default_namespace])
             result = audit_cluster(engine, api, context, namespaces, include_owned=args.include_owned,
                                    page_size=args.page_size, progress=Progress(), **selection)
@@ -128,6 +138,8 @@ def _run(args) -> int:
         # Each object's part of the report is rendered by the worker that evaluated it, in parallel.
         prepare = partial(fragment, args.format, engine=engine, **options)
         result = audit_paths(engine, args.paths, one_shot=True, prepare=prepare, **selection)
+    for problem in object_problems:  # a Policy or PolicyException that does not load: left out, exit 2
+        print(f"{problem} (not loaded)", file=sys.stderr)
     for line in of_result(result, quiet=args.quiet):  # one form and one stream for what is not a finding
         print(line, file=sys.stderr)
     sys.stderr.flush()
@@ -145,4 +157,4 @@ def _run(args) -> int:
             print(f"error: applying reports: {problem}", file=sys.stderr)
         if problems:
             return 2
-    return result.exit_code(args.fail_on)
+    return 2 if object_problems else result.exit_code(args.fail_on)

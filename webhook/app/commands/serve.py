@@ -76,6 +76,9 @@ def register(subparsers) -> None:
     context.add_argument("--context", action="append", default=[], metavar="FILE",
                          help="offline cluster context: Namespaces, ResourceQuotas, ... from these manifests")
     context.add_argument("--no-cluster", action="store_true", help="no cluster context (context rules: skip)")
+    context.add_argument("--no-cluster-objects", action="store_true",
+                         help="with a cluster context: do not watch the cluster's Policy and PolicyException objects "
+                              "(aiadmit.dev/v1alpha1; watched by default, none while their CRDs are not installed)")
     parser.add_argument("--facts-max-age", type=float, default=120.0, metavar="SECONDS",
                         help="a live context cache not confirmed for this long counts as unknown (default 120)")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
@@ -138,6 +141,7 @@ def run(args) -> int:
         reload_interval=args.reload_interval, budget_seconds=args.budget, max_body_bytes=args.max_body,
         on_timeout=args.on_timeout, graceful_timeout=args.graceful_timeout, context_files=args.context,
         kubeconfig=args.kubeconfig, in_cluster=in_cluster, facts_max_age=args.facts_max_age,
+        cluster_objects=not args.no_cluster_objects,
         log_level=args.log_level, handshake_timeout=args.handshake_timeout, header_timeout=args.header_timeout,
         body_timeout=args.body_timeout, keepalive_timeout=args.keepalive_timeout,
         keepalive_requests=args.keepalive_requests, max_connections=args.max_connections,
