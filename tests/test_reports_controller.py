@@ -1,0 +1,125 @@
+"""The reports controller's evaluation and bookkeeping, fed watch events directly (no API server; the e2e test
+tests/e2e/test_reports_controller_e2e.py runs it against a real one).
+
+What it must keep: per object only its results; a change that does not change the results marks nothing; an
+owned object is its owner's; a namespace's reports are exactly what `audit --cluster -f policyreport` writes for
+the same objects.
+"""
+
+import copy
+import json
+import pytest
+
+from webhook.app.audit import audit_resources
+from webhook.app.clusteraudit import ListedFacts
+from webhook.app.kubewatch import KindWatcher
+from webhook.app.reportmetrics import ReportMetrics
+from webhook.app.reportscontroller import Controller
+from webhook.app.reportstore import decode, encode
+from webhook.app.clusteraudit import ApiResource
+from webhook.engine.core import Engine
+from webhook.model.resource import Origin, Resource
+from webhook.outputs.reports import policyreport
+
+GPU = {"name": "main", "image": "registry.example/serve:v1", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return Engine.load(None, None)
+
+
+def deployment(name, namespace="team-a", container=GPU, replicas=1):
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [container]}}}}
+
+
+def namespace_object(name, labels=None):
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "uid": f"ns-{name}",
+                                                                  "labels": labels or {}}}
+
+
+@pytest.fixture
+def controller(engine):
+    made = Controller(None, engine, lambda: engine, ReportMetrics(), context="test")
+    made.audited = {"Deployment", "ReplicaSet", "Pod", "Job"}
+    for kind, plural in (("Namespace", "namespaces"), ("Deployment", "deployments")):
+        watcher = KindWatcher(None, ApiResource("", "v1", kind, plural, kind != "Namespace"), lambda *a: None)
+        watcher.listed.set()
+        made.watchers[kind] = watcher
+    made._event("ADDED", "Namespace", namespace_object("team-a"), 1.0)
+    return made
+
+
+def test_results_only_and_no_change_marks_nothing(controller):
+    controller._event("ADDED", "Deployment", deployment("vllm"), 2.0)
+    ((key, (uid, namespace, _, blob)),) = controller.store.objects.items()
+    assert key == ("Deployment", "team-a", "vllm") and uid == "uid-team-a-vllm" and namespace == "team-a"
+    assert isinstance(blob, bytes) and any(status == "fail" for status, _ in decode(blob))
+    assert set(controller.store.take_dirty()) == {"team-a"}
+    updated = deployment("vllm")
+    updated["status"] = {"observedGeneration": 2, "replicas": 1}  # a status write: same results
+    controller._event("MODIFIED", "Deployment", updated, 3.0)
+    assert controller.store.take_dirty() == {}
+    controller._event("DELETED", "Deployment", updated, 5.0)
+    dirty = controller.store.take_dirty()
+    assert dirty == {"team-a": (5.0, [])} and controller.store.objects == {}
+
+
+def test_owned_objects_are_their_owners(controller):
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "vllm-abc12", "namespace": "team-a", "uid": "p1",
+                        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "vllm-abc",
+                                             "uid": "rs1", "controller": True}]},
+           "spec": {"containers": [GPU]}}
+    controller._event("ADDED", "Pod", pod, 2.0)
+    assert controller.store.objects == {}
+    standalone = copy.deepcopy(pod)
+    del standalone["metadata"]["ownerReferences"]
+    controller._event("ADDED", "Pod", standalone, 3.0)
+    assert list(controller.store.objects) == [("Pod", "team-a", "vllm-abc12")]
+    controller._event("MODIFIED", "Pod", pod, 4.0)  # adopted: now its owner's
+    assert controller.store.objects == {}
+
+
+def test_reports_are_the_audit_reports(controller, engine):
+    objects = [deployment("vllm"), deployment("web", container={"name": "main", "image": "nginx"}),
+               deployment("other", namespace="team-b")]
+    controller._event("ADDED", "Namespace", namespace_object("team-b"), 1.0)
+    for obj in objects:
+        controller._event("ADDED", "Deployment", copy.deepcopy(obj), 2.0)
+    written = {}
+    for namespace, (_, results) in controller.store.take_dirty().items():
+        for report, texts in controller.writer.reports(namespace, results):
+            written[report["metadata"]["name"]] = dict(report, results=[json.loads(t) for t in texts])
+    resources = [Resource(obj, Origin(cluster="test")) for obj in objects]
+    facts = ListedFacts([Resource(namespace_object(n), Origin(cluster="test")) for n in ("team-a", "team-b")]
+                        + resources)
+    expected = {r["metadata"]["name"]: r
+                for r in policyreport.build_reports(audit_resources(engine, resources, facts=facts), engine)}
+
+    def canonical(report):
+        results = sorted((dict(r, timestamp=None) for r in report["results"]), key=json.dumps)
+        return dict(report, results=results)
+
+    assert set(written) == {"aiadmit-team-a", "aiadmit-team-b"} == set(expected)
+    for name in written:
+        assert canonical(written[name]) == canonical(expected[name])
+
+
+def test_a_namespace_label_change_reads_that_namespace_again(controller):
+    controller._event("ADDED", "Deployment", deployment("vllm"), 2.0)
+    controller._event("MODIFIED", "Namespace", namespace_object("team-a", {"tier": "trusted"}), 3.0)
+    assert controller.resync_wanted == {"team-a"} and controller.facts is None
+    controller.resync_wanted.clear()
+    again = namespace_object("team-a", {"tier": "trusted"})
+    again["metadata"]["resourceVersion"] = "99"
+    controller._event("MODIFIED", "Namespace", again, 4.0)  # nothing facts read changed
+    assert controller.resync_wanted == set()
+
+
+def test_store_encoding_round_trips():
+    results = [("fail", '{"policy":"a","message":"tab\\there"}'), ("pass", '{"policy":"b"}')]
+    assert decode(encode(results)) == results and decode(b"") == []
