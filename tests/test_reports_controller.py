@@ -14,7 +14,7 @@ from webhook.app.audit import audit_resources
 from webhook.app.clusteraudit import ListedFacts
 from webhook.app.kubewatch import KindWatcher
 from webhook.app.reportmetrics import ReportMetrics
-from webhook.app.reportscontroller import Controller
+from webhook.app.reportscontroller import Controller, kind_id
 from webhook.app.reportstore import decode, encode
 from webhook.app.clusteraudit import ApiResource
 from webhook.engine.core import Engine
@@ -44,26 +44,27 @@ def namespace_object(name, labels=None):
 @pytest.fixture
 def controller(engine):
     made = Controller(None, engine, lambda: engine, ReportMetrics(), context="test")
-    made.audited = {"Deployment", "ReplicaSet", "Pod", "Job"}
-    for kind, plural in (("Namespace", "namespaces"), ("Deployment", "deployments")):
-        watcher = KindWatcher(None, ApiResource("", "v1", kind, plural, kind != "Namespace"), lambda *a: None)
+    made.audited = {"Deployment.apps", "ReplicaSet.apps", "Pod", "Job.batch", "Job.batch.volcano.sh"}
+    made.owner_kinds = {"Deployment", "ReplicaSet", "Pod", "Job"}
+    for group, kind, plural in (("", "Namespace", "namespaces"), ("apps", "Deployment", "deployments")):
+        watcher = KindWatcher(None, ApiResource(group, "v1", kind, plural, kind != "Namespace"), lambda *a: None)
         watcher.listed.set()
-        made.watchers[kind] = watcher
+        made.watchers[kind_id(group, kind)] = watcher
     made._event("ADDED", "Namespace", namespace_object("team-a"), 1.0)
     return made
 
 
 def test_results_only_and_no_change_marks_nothing(controller):
-    controller._event("ADDED", "Deployment", deployment("vllm"), 2.0)
+    controller._event("ADDED", "Deployment.apps", deployment("vllm"), 2.0)
     ((key, (uid, namespace, _, blob)),) = controller.store.objects.items()
-    assert key == ("Deployment", "team-a", "vllm") and uid == "uid-team-a-vllm" and namespace == "team-a"
+    assert key == ("Deployment.apps", "team-a", "vllm") and uid == "uid-team-a-vllm" and namespace == "team-a"
     assert isinstance(blob, bytes) and any(status == "fail" for status, _ in decode(blob))
     assert set(controller.store.take_dirty()) == {"team-a"}
     updated = deployment("vllm")
     updated["status"] = {"observedGeneration": 2, "replicas": 1}  # a status write: same results
-    controller._event("MODIFIED", "Deployment", updated, 3.0)
+    controller._event("MODIFIED", "Deployment.apps", updated, 3.0)
     assert controller.store.take_dirty() == {}
-    controller._event("DELETED", "Deployment", updated, 5.0)
+    controller._event("DELETED", "Deployment.apps", updated, 5.0)
     dirty = controller.store.take_dirty()
     assert dirty == {"team-a": (5.0, [])} and controller.store.objects == {}
 
@@ -89,7 +90,7 @@ def test_reports_are_the_audit_reports(controller, engine):
                deployment("other", namespace="team-b")]
     controller._event("ADDED", "Namespace", namespace_object("team-b"), 1.0)
     for obj in objects:
-        controller._event("ADDED", "Deployment", copy.deepcopy(obj), 2.0)
+        controller._event("ADDED", "Deployment.apps", copy.deepcopy(obj), 2.0)
     written = {}
     for namespace, (_, results) in controller.store.take_dirty().items():
         for report, texts in controller.writer.reports(namespace, results):
@@ -110,7 +111,7 @@ def test_reports_are_the_audit_reports(controller, engine):
 
 
 def test_a_namespace_label_change_reads_that_namespace_again(controller):
-    controller._event("ADDED", "Deployment", deployment("vllm"), 2.0)
+    controller._event("ADDED", "Deployment.apps", deployment("vllm"), 2.0)
     controller._event("MODIFIED", "Namespace", namespace_object("team-a", {"tier": "trusted"}), 3.0)
     assert controller.resync_wanted == {"team-a"} and controller.facts is None
     controller.resync_wanted.clear()

@@ -41,7 +41,15 @@ from webhook.outputs.reports import policyreport
 
 log = logging.getLogger("aiadmit.reports")
 _STAMP = re.compile(rb'"timestamp":\{"seconds":\d+,"nanos":0\}')
-CLUSTER_FACTS = {"PriorityClass", "RuntimeClass", "Node"}
+CLUSTER_FACTS = {"PriorityClass.scheduling.k8s.io", "RuntimeClass.node.k8s.io", "Node"}
+
+
+def kind_id(group: str, kind: str) -> str:
+    """"Kind" for the core group, else "Kind.group": Volcano's Job is not batch's."""
+    return f"{kind}.{group}" if group else kind
+
+
+FACT_IDS = {kind_id(group, kind) for group, kind in FACT_KINDS}
 
 
 def _fact_view(obj: dict) -> tuple:
@@ -72,7 +80,8 @@ class Controller:
         self.facts_objects: dict[tuple, tuple] = {}  # (kind, ns, name) -> (fact view, Resource)
         self.facts: Optional[ListedFacts] = None
         self.watchers: dict[str, KindWatcher] = {}
-        self.audited: set[str] = set()
+        self.audited: set[str] = set()  # kind ids (kind_id) of the audited kinds
+        self.owner_kinds: set[str] = set()  # their kind names: an owner reference names no group
         self.reload_paths = reload_paths
         self.synced = threading.Event()
 
@@ -84,14 +93,15 @@ class Controller:
         self.writer.load_existing()
         wanted = audited_kinds(self.engine)
         served = discover(self.api, wanted | set(FACT_KINDS))
-        self.audited = {served[key].kind for key in wanted if key in served}
+        self.audited = {kind_id(*key) for key in wanted if key in served}
+        self.owner_kinds = {key[1] for key in wanted if key in served}
         for key, resource in sorted(served.items()):
-            handle = (lambda kind: lambda type_, obj: self.events.put((type_, kind, obj, time.time())))(resource.kind)
-            watcher = KindWatcher(self.api, resource, handle, self._count(resource.kind), self.page_size, self.stop)
-            self.watchers[resource.kind] = watcher
+            kid = kind_id(*key)
+            handle = (lambda kid: lambda type_, obj: self.events.put((type_, kid, obj, time.time())))(kid)
+            watcher = KindWatcher(self.api, resource, handle, self._count(kid), self.page_size, self.stop)
+            self.watchers[kid] = watcher
         # facts first, so the first evaluations see every namespace
-        order = sorted(self.watchers.values(), key=lambda w: (w.resource.kind in self.audited
-                                                              and w.resource.kind not in {k for _, k in FACT_KINDS}))
+        order = [self.watchers[kid] for kid in sorted(self.watchers, key=lambda kid: kid not in FACT_IDS)]
         threads = [threading.Thread(target=self._evaluate_loop, name="evaluate", daemon=True),
                    threading.Thread(target=self._write_loop, name="write", daemon=True)]
         if self.reload_paths:
@@ -101,7 +111,7 @@ class Controller:
         for watcher in order:
             thread = threading.Thread(target=watcher.run, name=f"watch-{watcher.resource.plural}", daemon=True)
             thread.start()
-            if watcher.resource.kind not in self.audited:
+            if kind_id(watcher.resource.group, watcher.resource.kind) in FACT_IDS:
                 watcher.listed.wait(300)  # a fact kind: listed before the objects that read it
 
     # -- evaluating ----------------------------------------------------------
@@ -137,11 +147,11 @@ class Controller:
             return
         meta = obj.get("metadata") or {}
         key = (kind, meta.get("namespace") or "", meta.get("name"))
-        if kind in {k for _, k in FACT_KINDS}:
+        if kind in FACT_IDS:
             self._fact(type_, key, obj)
         if kind not in self.audited:
             return
-        if type_ == "DELETED" or _owned_by_listed(obj, self.audited):
+        if type_ == "DELETED" or _owned_by_listed(obj, self.owner_kinds):
             self.store.delete(key, when)
             return
         self._evaluate(key, obj, when)
@@ -196,7 +206,7 @@ class Controller:
                 meta = obj["metadata"]
                 key = (kind, meta.get("namespace") or "", meta.get("name"))
                 seen.add(meta.get("uid"))
-                if _owned_by_listed(obj, self.audited):
+                if _owned_by_listed(obj, self.owner_kinds):
                     self.store.delete(key, now)
                 else:
                     self._evaluate(key, obj, now)
