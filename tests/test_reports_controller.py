@@ -8,7 +8,9 @@ the same objects.
 
 import copy
 import json
+import os
 import pytest
+import yaml
 
 from webhook.app.audit import audit_resources
 from webhook.app.clusteraudit import ListedFacts
@@ -124,3 +126,49 @@ def test_a_namespace_label_change_reads_that_namespace_again(controller):
 def test_store_encoding_round_trips():
     results = [("fail", '{"policy":"a","message":"tab\\there"}'), ("pass", '{"policy":"b"}')]
     assert decode(encode(results)) == results and decode(b"") == []
+
+
+# --------------------------------------------------------------------------- the shipped component
+
+COMPONENT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "manifests", "components",
+                         "reports-controller")
+
+
+def _component(name):
+    with open(os.path.join(COMPONENT, name), encoding="utf-8") as handle:
+        return [d for d in yaml.safe_load_all(handle) if d]
+
+
+def test_component_rbac_is_the_kinds_table_read_only_and_reports_written():
+    from webhook.app.clusteraudit import FACT_KINDS
+    from webhook.k8s.workload import kind_table
+
+    objects = {o["kind"]: o for o in _component("rbac.yaml")}
+    granted = {}
+    for rule in objects["ClusterRole"]["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                granted.setdefault((group, resource), set()).update(rule["verbs"])
+    read = {key for key, verbs in granted.items() if verbs == {"list", "watch"}}
+    wanted = {(group, kind.lower() + ("es" if kind.endswith("s") else "s"))
+              for group, kind in set(kind_table()) | set(FACT_KINDS)}  # every plural here is the regular one
+    assert read == wanted
+    written = {key: verbs for key, verbs in granted.items() if key not in read}
+    assert written == {(g, r): {"get", "list", "create", "update", "delete"}
+                       for g, rs in (("wgpolicyk8s.io", ("policyreports", "clusterpolicyreports")),
+                                     ("openreports.io", ("reports", "clusterreports"))) for r in rs}
+    assert not any(rule["resources"] == ["secrets"] for rule in objects["ClusterRole"]["rules"])
+    lease_rules = objects["Role"]["rules"]
+    assert {r["resources"][0] for r in lease_rules} == {"leases"} and objects["Role"]["metadata"]["namespace"]
+    assert [r.get("resourceNames") for r in lease_rules if "update" in r["verbs"]] == [["aiadmit-reports-controller"]]
+
+
+def test_component_deployment_runs_the_command_the_cli_parses():
+    from webhook.app.cli import build_parser
+
+    (deployment,) = _component("deployment.yaml")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["aiadmit", "reports-controller"]
+    args = build_parser(container["command"][1:]).parse_args(container["command"][1:] + container["args"])
+    assert args.leader_elect and args.metrics_port == 9090 and args.policies == ["/etc/aiadmit/policies"]
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "aiadmit-reports-controller"
