@@ -132,3 +132,21 @@ def test_report_follows_a_violating_deployment(apiserver, controller):
     assert _lists(metrics) == lists_before, "steady state: watches only, no list request"
     assert metrics["aiadmit_reports_written_total"] >= 2
     assert metrics.get('aiadmit_reports_resyncs_total{scope="cluster"}', 0) == 0
+
+
+def test_lease_has_one_holder_and_passes_on_when_it_expires(apiserver):
+    from webhook.app.leader import LeaderElector
+
+    namespace = f"lease-{os.urandom(3).hex()}"
+    apiserver.kubectl("create", "namespace", namespace)
+    first = LeaderElector(apiserver.api_client, namespace, "reports", "first", duration=10)
+    second = LeaderElector(apiserver.api_client, namespace, "reports", "second", duration=10)
+    assert first.try_acquire() and first.try_acquire()  # takes it, then renews it
+    assert not second.try_acquire()  # held and fresh
+    lease = apiserver.kubectl_json("get", "lease", "-n", namespace, "reports")
+    assert lease["spec"]["holderIdentity"] == "first"
+    time.sleep(11)  # first stops renewing: past leaseDurationSeconds the lease is free
+    assert second.try_acquire()
+    lease = apiserver.kubectl_json("get", "lease", "-n", namespace, "reports")
+    assert lease["spec"]["holderIdentity"] == "second" and lease["spec"]["leaseTransitions"] == 1
+    assert not first.try_acquire()
