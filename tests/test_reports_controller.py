@@ -172,3 +172,52 @@ def test_component_deployment_runs_the_command_the_cli_parses():
     args = build_parser(container["command"][1:]).parse_args(container["command"][1:] + container["args"])
     assert args.leader_elect and args.metrics_port == 9090 and args.policies == ["/etc/aiadmit/policies"]
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "aiadmit-reports-controller"
+
+
+CHART = os.path.join(os.path.dirname(COMPONENT), "..", "..", "charts", "aiadmit")
+
+
+def test_chart_copy_of_the_component_rbac_is_current():
+    with open(os.path.join(CHART, "files", "reports-controller", "rbac.yaml"), encoding="utf-8") as copy:
+        with open(os.path.join(COMPONENT, "rbac.yaml"), encoding="utf-8") as original:
+            assert copy.read() == original.read(), "cp manifests/components/reports-controller/rbac.yaml " \
+                                                   "charts/aiadmit/files/reports-controller/rbac.yaml"
+
+
+def _helm():
+    import glob
+
+    found = os.environ.get("AIADMIT_HELM") or next(iter(sorted(glob.glob(os.path.expanduser(
+        "~/.cache/aiadmit-e2e/helm-*/bin/helm")))), None)
+    if not found:
+        pytest.skip("no helm: set AIADMIT_HELM or build it with tests/e2e/cluster/build-helm.sh")
+    return found
+
+
+def test_chart_toggle_renders_the_component(tmp_path):
+    import subprocess
+
+    helm = _helm()
+
+    def template(*settings):
+        done = subprocess.run([helm, "template", "aiadmit", CHART, "--namespace", "aiadmit-system", *settings],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+    assert not [d for d in template() if d["metadata"]["name"] == "aiadmit-reports-controller"]
+    rendered = {d["kind"]: d for d in template("--set", "reportsController.enabled=true", "--set",
+                                               "reportsController.format=openreports")
+                if d["metadata"]["name"] == "aiadmit-reports-controller"}
+    component = {d["kind"]: d for d in _component("rbac.yaml")}
+    assert set(rendered) == set(component) | {"Deployment"}
+    for kind in ("ClusterRole", "Role"):
+        assert rendered[kind]["rules"] == component[kind]["rules"]
+    (container,) = rendered["Deployment"]["spec"]["template"]["spec"]["containers"]
+    from webhook.app.cli import build_parser
+
+    args = build_parser(container["command"][1:]).parse_args(container["command"][1:] + container["args"])
+    assert args.format == "openreports" and args.leader_elect
+    refused = subprocess.run([helm, "template", "aiadmit", CHART, "--set", "reportsController.format=yaml"],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0 and "reportsController" in refused.stderr
