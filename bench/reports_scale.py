@@ -136,17 +136,18 @@ def request_counts(cp: ControlPlane) -> Counter:
     status, body = cp.get("/metrics", timeout=60)
     counts = Counter()
     for line in body.decode().splitlines():
-        if not line.startswith("apiserver_request_total{"):
-            continue
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
-        if labels.get("verb") in ("LIST", "WATCH"):
-            counts[(labels["verb"], labels.get("resource", ""))] += float(line.rsplit(" ", 1)[1])
+        # apiserver_request_total counts a watch when it ends; apiserver_longrunning_requests is those still open
+        for metric, tag in (("apiserver_request_total{", ""), ("apiserver_longrunning_requests{", " (open)")):
+            if line.startswith(metric):
+                labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
+                if labels.get("verb") in ("LIST", "WATCH"):
+                    counts[(labels["verb"] + tag, labels.get("resource", ""))] += float(line.rsplit(" ", 1)[1])
     return counts
 
 
 def diff(after: Counter, before: Counter) -> dict:
     return {f"{verb} {res}": int(after[k] - before[k]) for k in sorted(after) for verb, res in [k]
-            if after[k] - before[k] > 0}
+            if after[k] - before[k] != 0}
 
 
 def metrics(port: int) -> dict:
