@@ -157,7 +157,7 @@ def metrics(port: int) -> dict:
 
 def rss(pid: int) -> dict:
     status = Path(f"/proc/{pid}/status").read_text()
-    return {k: int(re.search(rf"{k}:\s+(\d+)", status).group(1)) // 1024 for k in ("VmHWM", "VmRSS")}
+    return {k: int(m.group(1)) // 1024 for k in ("VmHWM", "VmRSS") for m in [re.search(rf"{k}:\s+(\d+)", status)] if m}
 
 
 def all_reports(cp: ControlPlane) -> list:
@@ -209,7 +209,8 @@ def main() -> int:
                 break
         except OSError:
             pass
-        peak = max(peak, rss(proc.pid)["VmRSS"])
+        if proc.poll() is None:
+            peak = max(peak, rss(proc.pid).get("VmRSS", 0))
         time.sleep(0.2)
     to_sync = time.monotonic() - t0
     at_sync = request_counts(cp)

@@ -11,6 +11,7 @@ report, one DELETE for a report a shrunk namespace no longer fills). A 409
 from __future__ import annotations
 
 import json
+import time
 from typing import Optional
 
 from webhook.app.clusteraudit import MANAGED_SELECTOR, REPORT_APIS
@@ -52,6 +53,11 @@ class ReportWriter:
             while True:
                 query = [("labelSelector", MANAGED_SELECTOR), ("limit", 500)] + ([("continue", token)] if token else [])
                 status, page = self._call("GET", f"/apis/{self.group}/{self.version}/{plural}", query=query)
+                for _wait in range(60):  # 429 "storage is (re)initializing" right after a CRD is established
+                    if status != 429 and status < 500:
+                        break
+                    time.sleep(1.0)
+                    status, page = self._call("GET", f"/apis/{self.group}/{self.version}/{plural}", query=query)
                 if status == 404:
                     break  # the CRD is not installed: the first write will say so
                 if status != 200:

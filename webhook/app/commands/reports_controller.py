@@ -86,7 +86,7 @@ def run(args) -> int:
                             ReportWriter(api, REPORT_APIS[args.format]), args.interval, args.page_size, reload_paths)
     try:
         controller.start()
-    except ClusterError as exc:
+    except (ClusterError, OSError) as exc:
         print(f"error: cluster: {exc}", file=sys.stderr)
         return 2
     while not done.wait(0.5):
