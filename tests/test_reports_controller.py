@@ -52,7 +52,10 @@ def controller(engine):
         watcher = KindWatcher(None, ApiResource(group, "v1", kind, plural, kind != "Namespace"), lambda *a: None)
         watcher.listed.set()
         made.watchers[kind_id(group, kind)] = watcher
-    made._event("ADDED", "Namespace", namespace_object("team-a"), 1.0)
+    made._event("LIST", "Namespace", namespace_object("team-a"), 1.0)
+    made._event("LIST", "PriorityClass.scheduling.k8s.io", {"apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass", "metadata": {"name": "system-cluster-critical"}, "value": 2000000000}, 1.0)
+    assert made.resync_wanted == set()  # listed facts are no change
     return made
 
 
@@ -221,3 +224,9 @@ def test_chart_toggle_renders_the_component(tmp_path):
     refused = subprocess.run([helm, "template", "aiadmit", CHART, "--set", "reportsController.format=yaml"],
                              capture_output=True, text=True, timeout=120)
     assert refused.returncode != 0 and "reportsController" in refused.stderr
+
+
+def test_a_new_priority_class_reads_everything_again(controller):
+    controller._event("ADDED", "PriorityClass.scheduling.k8s.io", {
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "gpu-high"}, "value": 9}, 2.0)
+    assert controller.resync_wanted == {None}

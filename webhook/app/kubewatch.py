@@ -8,7 +8,7 @@ a watch that ends (the server closes it after `timeoutSeconds`) is reopened
 from where it stopped, never relisted. Only `410 Gone` (the version fell out of
 etcd's compaction window) forces a new list; `relists` counts them.
 
-Each event reaches `handle(type, object)`; a relist ends with `handle("SYNC",
+Each event reaches `handle(type, object)` (type LIST for a listed object); a relist ends with `handle("SYNC",
 {uids seen})` so the caller can drop objects deleted while it was not watching.
 """
 
@@ -68,7 +68,7 @@ class KindWatcher:
         meta: dict = {}
         for item in self.items(meta=meta):
             seen.add(item["metadata"].get("uid"))
-            self.handle("ADDED", item)
+            self.handle("LIST", item)  # ADDED, from a list: present before, or missed while not watching
         self.version = meta.get("resourceVersion", "")
         self.handle("SYNC", {"uids": seen})
         self.listed.set()

@@ -180,9 +180,8 @@ class Controller:
         else:
             self.facts_objects[key] = (view, Resource(obj, Origin(cluster=self.context)))
         self.facts = None
-        watcher = self.watchers.get(key[0])
-        if watcher is None or not watcher.listed.is_set():
-            return  # its first list: the audited kinds are listed after it, and see it
+        if type_ == "LIST" and old is None:
+            return  # listed: the audited kinds are listed after their facts (or, after a 410, seen again anyway)
         if key[0] == "Namespace" and old is None:
             return  # a new namespace: its objects arrive after it
         namespace = None if key[0] in CLUSTER_FACTS else (key[2] if key[0] == "Namespace" else key[1])
