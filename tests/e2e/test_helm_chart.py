@@ -202,7 +202,8 @@ CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nnot checked by rendering\n-
     ["image.digest=sha256:" + "0" * 64, "replicaCount=3"],
     MONITORING_ON,
     ["KNOBS"],
-], ids=["defaults", "audit", "warn-secret", "digest", "monitoring", "every-knob"])
+    ["reportsController.enabled=true", "reportsController.format=openreports", "reportsController.replicas=1"],
+], ids=["defaults", "audit", "warn-secret", "digest", "monitoring", "every-knob", "reports-controller"])
 def test_helm_lint_strict(helm, settings, tmp_path):
     args = [helm, "lint", "--strict", str(CHART), "--namespace", NAMESPACE]
     for setting in settings:

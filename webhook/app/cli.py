@@ -13,7 +13,7 @@ from importlib import import_module
 
 from webhook import __version__
 
-COMMANDS = ("serve", "audit", "fix", "test", "policies", "certs", "cel", "export")
+COMMANDS = ("serve", "audit", "fix", "test", "policies", "certs", "cel", "export", "reports-controller")
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -29,9 +29,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     named = argv[0] if argv and argv[0] in COMMANDS else None
     for name in (named,) if named else COMMANDS:
         try:
-            module = import_module(f"{__package__}.commands.{name}")
+            module = import_module(f"{__package__}.commands.{name.replace('-', '_')}")
         except ModuleNotFoundError as exc:
-            if exc.name != f"{__package__}.commands.{name}":
+            if exc.name != f"{__package__}.commands.{name.replace('-', '_')}":
                 raise
             continue
         module.register(subparsers)

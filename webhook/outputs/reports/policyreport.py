@@ -153,32 +153,40 @@ def packed(result, engine, fragments: Optional[list], max_bytes: int, max_report
             by_namespace[namespace] += results
     reports = []
     for namespace in sorted(by_namespace, key=lambda n: (n is not None, n or "")):
-        results = by_namespace[namespace]
+        reports += pack_namespace(namespace, by_namespace[namespace], max_bytes, max_reports)
+    return reports
+
+
+def pack_namespace(namespace: Optional[str], results: list[tuple[str, str]], max_bytes: int = DEFAULT_MAX_BYTES,
+                   max_reports: int = DEFAULT_MAX_REPORTS) -> list[tuple[dict, list[str]]]:
+    """One namespace's reports (None: the cluster report) from its (status, result JSON) pairs, split and summarised
+    as `packed` does; also what the reports controller (webhook.app.reportscontroller) writes per namespace."""
+    reports = []
+    chunks = _pack([text for _, text in results], max_bytes)
+    omitted: list[tuple[str, str]] = []
+    if len(chunks) > max_reports:
+        ordered = sorted(results, key=lambda entry: _RANK[entry[0]])
+        keep = _pack([text for _, text in ordered], max_bytes)[max_reports - 1].stop
+        results, omitted = ordered[:keep], ordered[keep:]
         chunks = _pack([text for _, text in results], max_bytes)
-        omitted: list[tuple[str, str]] = []
-        if len(chunks) > max_reports:
-            ordered = sorted(results, key=lambda entry: _RANK[entry[0]])
-            keep = _pack([text for _, text in ordered], max_bytes)[max_reports - 1].stop
-            results, omitted = ordered[:keep], ordered[keep:]
-            chunks = _pack([text for _, text in results], max_bytes)
-        base = f"aiadmit-{namespace}" if namespace else "aiadmit-cluster"
-        for position, span in enumerate(chunks):
-            chunk = results[span.start:span.stop]
-            metadata: dict = {"name": base if position == 0 else f"{base}-{position + 1}"}
-            if namespace:
-                metadata["namespace"] = namespace
-            metadata["labels"] = dict(MANAGED_BY)
-            counts = _summary([status for status, _ in chunk])
-            if omitted and position == 0:
-                metadata["annotations"] = {OMITTED_ANNOTATION: str(len(omitted))}
-                for key, value in _summary([status for status, _ in omitted]).items():  # the counts stay whole
-                    counts[key] += value
-            reports.append(({
-                "apiVersion": API_VERSION,
-                "kind": "PolicyReport" if namespace else "ClusterPolicyReport",
-                "metadata": metadata,
-                "summary": counts,  # summed over a namespace's reports: every result counted once
-            }, [text for _, text in chunk]))
+    base = f"aiadmit-{namespace}" if namespace else "aiadmit-cluster"
+    for position, span in enumerate(chunks):
+        chunk = results[span.start:span.stop]
+        metadata: dict = {"name": base if position == 0 else f"{base}-{position + 1}"}
+        if namespace:
+            metadata["namespace"] = namespace
+        metadata["labels"] = dict(MANAGED_BY)
+        counts = _summary([status for status, _ in chunk])
+        if omitted and position == 0:
+            metadata["annotations"] = {OMITTED_ANNOTATION: str(len(omitted))}
+            for key, value in _summary([status for status, _ in omitted]).items():  # the counts stay whole
+                counts[key] += value
+        reports.append(({
+            "apiVersion": API_VERSION,
+            "kind": "PolicyReport" if namespace else "ClusterPolicyReport",
+            "metadata": metadata,
+            "summary": counts,  # summed over a namespace's reports: every result counted once
+        }, [text for _, text in chunk]))
     return reports
 
 
