@@ -182,13 +182,16 @@ def test_exported_rules_fail_where_the_engine_fails_them(engine, exported, oracl
             if resource.namespace in selector["values"]:  # the binding does not match it; the engine exempts it
                 assert not [f for f in evaluation.findings if f.policy == result.policy.id and f.blocking], where
                 continue
-            ours = {}
-            for finding in evaluation.findings:
-                if finding.policy == result.policy.id and finding.rule in result.rules \
-                        and finding.result in ("fail", "error"):
-                    ours.setdefault(finding.rule, []).append(" ".join(f"{finding.policy}: {finding.message}".split()))
-            pairs.append((resource.obj, result.objects[0]))
-            expected.append((where, result.rules, ours))
+            for policy in [o for o in result.objects if o["kind"] == "ValidatingAdmissionPolicy"]:
+                rules = policy["metadata"]["annotations"]["aiadmit.dev/rules"].split(",")
+                ours = {}
+                for finding in evaluation.findings:
+                    if finding.policy == result.policy.id and finding.rule in rules \
+                            and finding.result in ("fail", "error"):
+                        ours.setdefault(finding.rule, []).append(
+                            " ".join(f"{finding.policy}: {finding.message}".split()))
+                pairs.append((resource.obj, policy))
+                expected.append((where, rules, ours))
     answers = []
     for group in {id(p[1]): p[1] for p in pairs}.values():  # one VAP at a time: its variables are its own
         chosen = [n for n, p in enumerate(pairs) if p[1] is group]
@@ -262,6 +265,30 @@ def test_check_fails_a_portable_policy_that_is_not_exported_whole(tmp_path):
     done = _aiadmit("export", "--check", "--policies", str(tmp_path / "p"))
     assert done.returncode == 0, done.stderr
     assert version("1.37") is REFERENCE
+
+
+def test_a_rule_with_a_lower_action_gets_a_policy_of_its_own(tmp_path):
+    """A binding's validationActions hold for all its policy's validations, so a warn rule of a deny policy is
+    exported as `aiadmit-<id>-at-warn`, with its own bindings (warn, and audit where the label lowers it)."""
+    source = open(os.path.join(ROOT, "policies", "resources-declared.yaml"), encoding="utf-8").read()
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "resources-declared.yaml").write_text(
+        source.replace("  - name: memory-limit\n", "  - name: memory-limit\n    action: warn\n", 1))
+    done = _aiadmit("export", "--policies", str(tmp_path / "p"), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    docs = list(yaml.safe_load_all((tmp_path / "out" / "resources-declared.yaml").read_text()))
+    policies = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ValidatingAdmissionPolicy"}
+    assert sorted(policies) == ["aiadmit-resources-declared", "aiadmit-resources-declared-at-warn"]
+    low = policies["aiadmit-resources-declared-at-warn"]
+    assert low["metadata"]["annotations"]["aiadmit.dev/rules"] == "memory-limit"
+    assert [v["message"].split(":")[0] for v in low["spec"]["validations"]] == ["resources-declared"]
+    assert low["spec"]["failurePolicy"] == "Ignore"
+    assert "memory-limit" not in policies["aiadmit-resources-declared"]["metadata"]["annotations"]["aiadmit.dev/rules"]
+    bindings = {d["metadata"]["name"]: d["spec"] for d in docs if d["kind"] == "ValidatingAdmissionPolicyBinding"}
+    assert {n: (b["policyName"], b["validationActions"]) for n, b in bindings.items()
+            if "-at-" in n} == {
+        "aiadmit-resources-declared-at-warn": ("aiadmit-resources-declared-at-warn", ["Warn"]),
+        "aiadmit-resources-declared-at-warn-audit": ("aiadmit-resources-declared-at-warn", ["Audit"])}
 
 
 # ------------------------------------------------------------------------------------ side by side (inTree)

@@ -12,6 +12,8 @@ the webhook keeps it. Decisions (docs/cli.md, "export"):
   binding selectors: one binding per action a namespace can lower the policy to.
 - A trusted controller's create of an owned object is not matched (the webhook lowers those to warnings).
 - failurePolicy Fail for a deny policy (an error denies, as the webhook fails closed), Ignore for warn and audit.
+- A rule whose own action is below its policy's gets a second VAP, `aiadmit-<id>-at-<action>`: a binding's
+  validationActions hold for all the validations of its policy.
 """
 
 from __future__ import annotations
@@ -280,22 +282,26 @@ def export_policy(policy: Policy, config: Config, version: KubernetesVersion, st
     for rule in policy.rules:
         reads |= set(rule.variables)
     resource_rules, walks, skipped = _kinds(policy, _read_names(policy))
+    by_action: dict[str, tuple[list, list]] = {}  # a rule's own lower action: a VAP of its own (one binding set)
     for rule in policy.rules:
-        if rule.action and ACTION_RANK[rule.action] < ACTION_RANK[action]:
-            result.left.append((rule.name, f"its own action ({rule.action}) is below the policy's ({action})"))
-            continue
+        own = rule.action if rule.action and ACTION_RANK[rule.action] < ACTION_RANK[action] else action
         try:
-            validations.append(_validation(policy, rule, named, version))
-            result.rules.append(rule.name)
+            validation = _validation(policy, rule, named, version)
         except NotExportable as exc:
             result.left.append((rule.name, str(exc)))
+            continue
+        validations.append(validation)
+        result.rules.append(rule.name)
+        by_action.setdefault(own, ([], []))[0].append(validation)
+        by_action[own][1].append(rule.name)
     if not validations or not walks:
         if not walks:
             result.left.append(("*", "no kind of the kinds table can be walked for it"))
         result.rules = []
         return result
     try:
-        bindings = _bindings(policy, config, action, name, end)
+        bindings = {each: _bindings(policy, config, each, _policy_name(name, action, each), end)
+                    for each in by_action}
     except NotExportable as exc:
         result.left.append(("*", str(exc)))
         result.rules = []
@@ -304,23 +310,34 @@ def export_policy(policy: Policy, config: Config, version: KubernetesVersion, st
         result.left.append((f"kind {kind}", why))
     result.kinds = [(k, g) for k, g, _ in walks]
     trusted = [u for u in config.trusted_controllers if not any(c in u for c in "*?[")]
-    spec = {"failurePolicy": "Fail" if action == "deny" else "Ignore",
-            "matchConstraints": {"resourceRules": resource_rules},
-            "variables": _object_variables(walks, config),
-            "validations": validations}
+    conditions = []
     if trusted:
-        spec["matchConditions"] = [{
+        conditions = [{
             "name": "not-a-trusted-controllers-child",
             "expression": f"!(request.userInfo.username in {_list(trusted)} && "
                           "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, "
                           "has(r.controller) && r.controller))"}]
-    result.objects = [{"apiVersion": GROUP, "kind": "ValidatingAdmissionPolicy",
-                       "metadata": {"name": name + end, "labels": {"app.kubernetes.io/managed-by": "aiadmit"},
-                                    "annotations": {"aiadmit.dev/policy": policy.id,
-                                                    "aiadmit.dev/rules": ",".join(result.rules),
-                                                    "aiadmit.dev/kubernetes-version": version.name}},
-                       "spec": spec}] + bindings
+    for each in sorted(by_action, key=ACTION_RANK.get, reverse=True):
+        spec = {"failurePolicy": "Fail" if each == "deny" else "Ignore",
+                "matchConstraints": {"resourceRules": resource_rules},
+                "variables": _object_variables(walks, config),
+                "validations": by_action[each][0]}
+        if conditions:
+            spec["matchConditions"] = conditions
+        result.objects += [{"apiVersion": GROUP, "kind": "ValidatingAdmissionPolicy",
+                            "metadata": {"name": _policy_name(name, action, each) + end,
+                                         "labels": {"app.kubernetes.io/managed-by": "aiadmit"},
+                                         "annotations": {"aiadmit.dev/policy": policy.id,
+                                                         "aiadmit.dev/rules": ",".join(by_action[each][1]),
+                                                         "aiadmit.dev/kubernetes-version": version.name}},
+                            "spec": spec}] + bindings[each]
     return result
+
+
+def _policy_name(name: str, action: str, each: str) -> str:
+    """The VAP of the policy's own action is `aiadmit-<id>`; the rules whose own action is lower (a warn rule of a
+    deny policy) make `aiadmit-<id>-at-<action>`: a binding's validationActions hold for every validation."""
+    return name if each == action else f"{name}-at-{each}"
 
 
 def _read_names(policy: Policy) -> set:
