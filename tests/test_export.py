@@ -127,6 +127,14 @@ def _ask(oracle, requests):  # noqa: F811
     return out
 
 
+def _vars(obj, values):
+    """What the API server binds: the object, the variables so far, and its namespace (here without labels, as the
+    engine sees a namespace it knows nothing of)."""
+    namespace = {"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": (obj.get("metadata") or {}).get("namespace") or "default"}}
+    return {"object": obj, "variables": values, "namespaceObject": namespace}
+
+
 def _oracle_verdicts(oracle, pairs):  # noqa: F811
     """For each (object, VAP): (failed validation indexes, their messages), the VAP evaluated by Kubernetes' CEL:
     its variables in order, then each validation; an evaluation error fails the validation (failurePolicy Fail).
@@ -144,17 +152,17 @@ def _oracle_verdicts(oracle, pairs):  # noqa: F811
         asked = [i for i, (obj, _) in enumerate(pairs) if name not in walks or
                  walk_of.get((obj["kind"], obj["apiVersion"].rpartition("/")[0])) == name]
         answers = _ask(oracle, [{"expr": variable["expression"], "eval": True,
-                                 "vars": {"object": pairs[i][0], "variables": values[i]}} for i in asked])
+                                 "vars": _vars(pairs[i][0], values[i])} for i in asked])
         for i, answer in zip(asked, answers):
             assert answer["compiled"] and "evalError" not in answer, (name, answer)
             values[i][name] = answer["value"]
     asked = [(i, j) for i, (_, vap_) in enumerate(pairs) for j in range(len(vap_["spec"]["validations"]))]
     answers = _ask(oracle, [{"expr": pairs[i][1]["spec"]["validations"][j]["expression"], "eval": True,
-                           "vars": {"object": pairs[i][0], "variables": values[i]}} for i, j in asked])
+                           "vars": _vars(pairs[i][0], values[i])} for i, j in asked])
     failed = [(i, j) for (i, j), answer in zip(asked, answers)
               if "evalError" in answer or answer.get("value") is not True]
     messages = _ask(oracle, [{"expr": pairs[i][1]["spec"]["validations"][j]["messageExpression"], "eval": True,
-                            "vars": {"object": pairs[i][0], "variables": values[i]}} for i, j in failed])
+                            "vars": _vars(pairs[i][0], values[i])} for i, j in failed])
     out = [{} for _ in pairs]
     for (i, j), message in zip(failed, messages):
         out[i][j] = message.get("value", message.get("evalError"))

@@ -54,6 +54,8 @@ pytestmark = pytest.mark.e2e
 TESTS = Path(__file__).resolve().parent.parent
 ISOLATION = "aiadmit-e2e.dev/exported"
 ENFORCEMENT = "aiadmit.dev/enforcement"
+TIER = "aiadmit.dev/tier"
+MODES = ("plain", "deny", "warn", "untrusted-deny", "untrusted-warn")
 ADMIN = "aiadmit-e2e-admin"  # the control plane's admin client certificate's CN (conftest)
 _WARNING = re.compile(r"Validation failed for ValidatingAdmissionPolicy '([^']+)' with binding '([^']+)': (.*)",
                       re.S)
@@ -158,8 +160,10 @@ def installed(apiserver, crds):
                     {"key": ISOLATION, "operator": "Exists"})
             docs.append(obj)
     suffix = uuid.uuid4().hex[:6]
-    namespaces = {"plain": f"vap-plain-{suffix}", "deny": f"vap-deny-{suffix}", "warn": f"vap-warn-{suffix}"}
-    labels = {"plain": {}, "deny": {ISOLATION: "yes"}, "warn": {ISOLATION: "yes", ENFORCEMENT: "warn"}}
+    namespaces = {mode: f"vap-{mode}-{suffix}" for mode in MODES}
+    labels = {"plain": {}, "deny": {ISOLATION: "yes"}, "warn": {ISOLATION: "yes", ENFORCEMENT: "warn"},
+              "untrusted-deny": {ISOLATION: "yes", TIER: "untrusted"},
+              "untrusted-warn": {ISOLATION: "yes", TIER: "untrusted", ENFORCEMENT: "warn"}}
     ns_docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespaces[k], "labels": labels[k]}}
                for k in namespaces]
     apiserver.kubectl("apply", "--server-side", "--field-manager=aiadmit-e2e", "-f", "-",
@@ -253,7 +257,7 @@ def test_dry_runs_under_the_exported_policies_answer_as_the_webhook(apiserver, i
         if status not in (200, 201):
             return where, None  # the API server's own validation refuses it: no admission to compare
         answers = {mode: client.dry_run_create(_prepared(obj, namespaces[mode]), namespaces[mode])
-                   for mode in ("deny", "warn")}
+                   for mode in MODES[1:]}
         return where, (stored, answers)
 
     with ThreadPoolExecutor(max_workers=3) as pool:
@@ -266,30 +270,22 @@ def test_dry_runs_under_the_exported_policies_answer_as_the_webhook(apiserver, i
             continue
         stored, answers = result
         compared += 1
-        # deny namespace: the policies at their own actions
-        expected = _expected(installed, stored, namespaces["deny"])
-        status, body, warnings = answers["deny"]
-        denying = {p: rules for p, (action, rules) in expected.items() if action == "deny"}
-        if denying:
-            denials += 1
-            match = _DENIAL.search(body.get("message", "")) if status == 403 else None
-            if match is None:
-                problems.append((where, "deny", "not denied", status, body.get("message"), sorted(denying)))
-            else:
-                policy, message = match.group(1), match.group(3)
-                wanted = [_pieces(m) for m in denying.get(policy, {}).values()]
-                if _pieces([message]) not in wanted:
-                    problems.append((where, "deny", "another message", message, denying))
-        elif status not in (200, 201):
-            problems.append((where, "deny", "denied", status, body.get("message")))
-        problems += _compare_warnings(where, "deny", warnings, expected, only="warn")
-        # warn namespace: every failure a warning
-        expected = _expected(installed, stored, namespaces["warn"])
-        status, body, warnings = answers["warn"]
-        if status not in (200, 201):
-            problems.append((where, "warn", "not admitted", status, body.get("message")))
-        problems += _compare_warnings(where, "warn", warnings, expected, only="warn")
-        warned_pieces += sum(len(m) for _, rules in expected.values() for m in rules.values())
+        for mode in MODES[1:]:
+            expected = _expected(installed, stored, namespaces[mode])
+            status, body, warnings = answers[mode]
+            denying = {p: rules for p, (action, rules) in expected.items() if action == "deny"}
+            if denying:  # the API server names the first denying validation only: one of the webhook's
+                denials += 1
+                match = _DENIAL.search(body.get("message", "")) if status == 403 else None
+                if match is None:
+                    problems.append((where, mode, "not denied", status, body.get("message"), sorted(denying)))
+                elif _pieces([match.group(3)]) not in [_pieces(m) for m in denying.get(match.group(1), {}).values()]:
+                    problems.append((where, mode, "another message", match.group(1), match.group(3), denying))
+            elif status not in (200, 201):
+                problems.append((where, mode, "denied", status, body.get("message")))
+            problems += _compare_warnings(where, mode, warnings, expected, only="warn")
+            if mode.endswith("warn"):
+                warned_pieces += sum(len(m) for _, rules in expected.values() for m in rules.values())
     print(f"\n{len(candidates)} objects of exported kinds: {compared} compared, {refused} refused by the API "
           f"server's own validation; {denials} denied; {warned_pieces} failing-container messages compared")
     assert not problems, problems[:5]

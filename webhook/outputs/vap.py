@@ -34,7 +34,7 @@ from webhook.outputs.vapcel import NotExportable, literal
 GROUP = "admissionregistration.k8s.io/v1"
 ACTIONS = {"deny": "Deny", "warn": "Warn", "audit": "Audit"}
 STATIC_SUFFIX = ".static.k8s.io"
-_EXPORTABLE_CLASSES = {"accelerated", "ai", "pod"}
+_EXPORTABLE_CLASSES = {"accelerated", "ai", "pod", "untrusted"}
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -173,7 +173,7 @@ def _validation_of(policy: Policy, rule: Rule, named: dict) -> dict:
         expression = f"variables.templates.all(tpl, {containers}.all(container, {holds}))"
         message_expression = (f"variables.templates.map(tpl, {containers}.filter(container, {failing})"
                               f'.map(container, {message})).flatten().join("; ")')
-    for wanted in ("accelerated", "ai"):  # the engine decides these before any rule runs
+    for wanted in ("accelerated", "ai", "untrusted"):  # the engine decides these before any rule runs
         if wanted in rule.classes | policy.match.classes:
             expression = f"!variables.{wanted} || ({expression})"
     wanted = sorted(policy.match.any_classes - {"pod"})
@@ -203,11 +203,26 @@ def _object_variables(walks: list, config: Config) -> list[dict]:
     ai = (f"variables.accelerated || {kind_group} in {_list(fixed)} || {notebook} in {labels} || "
           f"variables.templates.exists(tpl, has(tpl.metadata.labels) && {notebook} in tpl.metadata.labels) || "
           f"({role} in {labels} && {labels}[{role}] in {_list(list(ROLES))})")
+    # `untrusted` as workload.py's effective_tier: the tier label saying `untrusted` on the namespace, the object or
+    # a template (a label may raise the namespace's tier, never lower it), or a notebook where notebooks are.
+    tier = literal(config.classification.tier_label)
+    notebook_kinds = [f"{k}.{g}" if g else k for k, g, r in _roles() if r == "notebook"]
+    is_notebook = (f"{kind_group} in {_list(notebook_kinds)} || {notebook} in {labels} || "
+                   f"variables.templates.exists(tpl, has(tpl.metadata.labels) && {notebook} in tpl.metadata.labels)")
+    untrusted = (f"(namespaceObject != null && has(namespaceObject.metadata.labels) && "
+                 f"{tier} in namespaceObject.metadata.labels && "
+                 f"namespaceObject.metadata.labels[{tier}] == \"untrusted\") || "
+                 f"({tier} in {labels} && {labels}[{tier}] == \"untrusted\") || "
+                 f"variables.templates.exists(tpl, has(tpl.metadata.labels) && {tier} in tpl.metadata.labels && "
+                 f"tpl.metadata.labels[{tier}] == \"untrusted\")")
+    if config.classification.notebooks_are_untrusted:
+        untrusted += f" || {is_notebook}"
     return _templates(walks) + [
             {"name": "containers", "expression": containers},
             {"name": "devices", "expression": devices},
             {"name": "accelerated", "expression": accelerated},
-            {"name": "ai", "expression": ai}]
+            {"name": "ai", "expression": ai},
+            {"name": "untrusted", "expression": untrusted}]
 
 
 def _roles() -> list:
