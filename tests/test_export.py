@@ -68,8 +68,9 @@ def _validator(kind: str):
 
 
 def test_every_object_validates_strictly_against_the_1_37_schemas(exported):
-    objects = [o for result in exported for o in result.objects]
-    assert {o["kind"] for o in objects} == {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+    objects = [o for result in exported for o in result.objects + result.mutating]
+    assert {o["kind"] for o in objects} == {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+                                            "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}
     validators = {}
     for obj in objects:
         validator = validators.setdefault(obj["kind"], _validator(obj["kind"]))
@@ -97,8 +98,8 @@ def _expressions(obj):
 
 @pytest.mark.k8scel
 def test_kubernetes_cel_compiles_every_exported_expression(exported, oracle):  # noqa: F811
-    asked = [(e, t) for r in exported for o in r.objects if o["kind"] == "ValidatingAdmissionPolicy"
-             for e, t in _expressions(o)]
+    asked = [(e, t) for r in exported for o in r.objects + r.mutating if o["kind"].endswith("AdmissionPolicy")
+             for e, t in _expressions(o)]  # a MAP's variables (its JSON Patch type is the API server's to check)
     assert len(asked) > 20
     # A 1.37 API server compiles a new expression at compatibility version 1.36, and 1.35's at 1.34.
     for compatibility in ("1.36", "1.34"):
