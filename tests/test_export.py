@@ -11,6 +11,7 @@ Three checks, each against the real thing that runs here:
 
 from __future__ import annotations
 
+import base64
 import copy
 import glob
 import json
@@ -330,6 +331,39 @@ def test_in_tree_switch_leaves_exported_rules_to_the_api_server_on_create_only(t
     update = _review(pod, "UPDATE")
     update["oldObject"] = gpu_pod()
     assert "must request a non-zero cpu" in validate(side, update).response["status"]["message"]
+
+
+def test_in_tree_switch_leaves_exported_mutations_to_the_api_server_on_create_only(tmp_path):
+    from webhook.app.admission import mutate
+
+    pod = gpu_pod()
+    pod["metadata"].setdefault("labels", {})["aiadmit.dev/tier"] = "untrusted"
+
+    def patched_policies(engine, review):
+        response = mutate(engine, review).response
+        patch = json.loads(base64.b64decode(response["patch"])) if response.get("patch") else []
+        return {op["path"].rsplit("/", 1)[-1] for op in patch}, response
+
+    plain, _ = patched_policies(Engine.load(), _review(pod))
+    assert {"automountServiceAccountToken", "securityContext"} <= plain, plain  # untrusted-hardening's
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\ninTree: {skipExported: true}\n")
+    side = Engine.load(config_path=str(config))
+    skipped, _ = patched_policies(side, _review(pod))
+    assert not {"automountServiceAccountToken", "securityContext"} & skipped, skipped
+    assert "runtimeClassName" in skipped  # untrusted-sandbox's mutation is not exported: the webhook keeps it
+    # not exported on UPDATE (the webhook mutates there when the templates change): the webhook keeps them
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "d", "namespace": "team", "labels": {"aiadmit.dev/tier": "untrusted"}},
+                  "spec": {"selector": {}, "template": {"metadata": {"labels": {"aiadmit.dev/tier": "untrusted"}},
+                                                        "spec": pod["spec"]}}}
+    review = _review(deployment, "UPDATE")
+    review["kind"] = {"group": "apps", "version": "v1", "kind": "Deployment"}
+    old = copy.deepcopy(deployment)
+    old["spec"]["template"]["spec"]["containers"][0]["image"] = "registry.example/old:v0"
+    review["oldObject"] = old
+    updated, _ = patched_policies(side, review)
+    assert "automountServiceAccountToken" in updated, updated
 
 
 # ------------------------------------------------------------------------------------ the rewrite
