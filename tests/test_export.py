@@ -241,6 +241,11 @@ def test_export_writes_one_file_per_policy_and_lists_what_it_leaves(tmp_path):
     assert "shm-sized: exported nothing" in done.stderr
     assert "not exported: node-name: it needs cluster facts (nodes)" in done.stderr
     assert "gpu-quota: exported nothing" in done.stderr
+    assert ("  mutations exported: no-service-account-token, no-privilege-escalation, run-as-non-root, "
+            "drop-all-capabilities, add-all-to-drop, seccomp") in done.stderr
+    assert "not exported: mutation add-volume: it calls formatBytes()" in done.stderr
+    hardening = list(yaml.safe_load_all((tmp_path / "untrusted-hardening.yaml").read_text()))
+    assert [d["kind"] for d in hardening][-2:] == ["MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"]
 
 
 def test_static_format_names_end_in_the_reserved_suffix(tmp_path):
@@ -249,6 +254,13 @@ def test_static_format_names_end_in_the_reserved_suffix(tmp_path):
     docs = list(yaml.safe_load_all((tmp_path / "validating-policies" / "resources-declared.yaml").read_text()))
     assert all(d["metadata"]["name"].endswith(".static.k8s.io") for d in docs)
     assert all(d["spec"]["policyName"] == docs[0]["metadata"]["name"] for d in docs[1:])
+    # the MutatingAdmissionPolicies are the other plugin's: a directory of their own
+    mutating = list(yaml.safe_load_all((tmp_path / "mutating-policies" / "untrusted-hardening.yaml").read_text()))
+    assert [d["kind"] for d in mutating] == ["MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"]
+    assert all(d["metadata"]["name"] == "aiadmit-untrusted-hardening.static.k8s.io" for d in mutating)
+    assert mutating[1]["spec"]["policyName"] == mutating[0]["metadata"]["name"]
+    validating = yaml.safe_load_all((tmp_path / "validating-policies" / "untrusted-hardening.yaml").read_text())
+    assert {d["kind"] for d in validating} == {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
     old = _aiadmit("export", "--format", "static", "--kubernetes-version", "1.35", "--out", str(tmp_path))
     assert old.returncode == 2 and "has no staticManifestsDir" in old.stderr
 
