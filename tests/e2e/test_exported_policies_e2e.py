@@ -101,7 +101,11 @@ class Client:
                 resp = conn.getresponse()
                 raw = resp.read()
                 warnings = [_unquote(w) for w in resp.headers.get_all("Warning") or []]
-                return resp.status, json.loads(raw) if raw else {}, warnings
+                try:
+                    body = json.loads(raw) if raw else {}
+                except ValueError:  # a 404 of an unserved group version is plain text
+                    body = {"message": raw.decode(errors="replace")}
+                return resp.status, body, warnings
             except (http.client.HTTPException, ConnectionError):
                 conn.close()
                 self.local.conn = None
