@@ -252,7 +252,8 @@ def _mutated(installed, stored: dict, namespace: str) -> dict:
     """`stored` as the mutating webhook patches it, with the operations of the exported mutations only (the policies
     whose mutations are exported export all of them)."""
     engine = installed["engine"]
-    resource = resource_of(make_review(copy.deepcopy(stored), username=ADMIN, namespace=namespace), "object")
+    review = make_review(copy.deepcopy(stored), username=ADMIN, namespace=namespace)["request"]
+    resource = resource_of(review, "object")
     mutation = engine.mutate(resource, _facts(installed))
     assert not mutation.errors, mutation.errors
     out = copy.deepcopy(stored)
@@ -270,7 +271,7 @@ def _facts(installed):
 def _expected(installed, stored: dict, namespace: str) -> dict:
     """What the webhook says of `stored` for the exported rules: {VAP name: (action, {rule: [messages]})}."""
     engine = installed["engine"]
-    review = make_review(stored, username=ADMIN, namespace=namespace)
+    review = make_review(stored, username=ADMIN, namespace=namespace)["request"]
     resource = resource_of(review, "object")
     evaluation = engine.evaluate(resource, _facts(installed))
     assert not evaluation.errors, evaluation.errors
