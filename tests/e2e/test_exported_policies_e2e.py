@@ -319,6 +319,7 @@ def test_dry_runs_under_the_exported_policies_answer_as_the_webhook(apiserver, i
                    for mode in MODES[1:]}
         return where, (stored, answers)
 
+    _wait_until_enforced(client, installed, candidates)
     with ThreadPoolExecutor(max_workers=3) as pool:
         results = list(pool.map(run, candidates))
     compared, refused, denials, warned_pieces, mutated = 0, 0, 0, 0, 0
@@ -367,6 +368,48 @@ def _content(obj: dict) -> dict:
         meta.pop(key, None)
     out.pop("status", None)
     return out
+
+
+def _wait_until_enforced(client, installed, candidates, timeout: float = 90) -> None:
+    """Wait until the API server's admission plugins hold every exported policy and binding: they load them from
+    their own watch, some time after the objects are created (and type-checked). For each namespace and exported
+    policy, one object the webhook says it decides (alone, where it denies) is created (dry run) until the answer
+    names that policy; for the MutatingAdmissionPolicies, until a mutated object comes back."""
+    namespaces = installed["namespaces"]
+    probes = {}  # (mode, VAP name) -> object; (mode, "MAP") -> (object, its content as the webhook patches it)
+    names = [d["metadata"]["name"] for d in installed["docs"] if d["kind"] == "ValidatingAdmissionPolicy"]
+    for _, obj in candidates:
+        status, stored, _ = client.dry_run_create(_prepared(obj, namespaces["plain"]), namespaces["plain"])
+        if status not in (200, 201):
+            continue
+        for mode in MODES[1:]:
+            patched = _mutated(installed, stored, namespaces[mode])
+            expected = _expected(installed, patched, namespaces[mode])
+            denying = [p for p, (action, _) in expected.items() if action == "deny"]
+            for name, (action, _) in expected.items():
+                if action == "warn" or denying == [name]:
+                    probes.setdefault((mode, name), obj)
+            if patched != stored and not denying:
+                probes.setdefault((mode, "MAP"), (obj, _content(patched)))
+        if len(probes) >= (len(names) + 1) * (len(MODES) - 1):
+            break
+    pending = dict(probes)
+    deadline = time.monotonic() + timeout
+    while pending and time.monotonic() < deadline:
+        for (mode, name), obj in list(pending.items()):
+            obj, patched = obj if name == "MAP" else (obj, None)
+            status, body, warnings = client.dry_run_create(_prepared(obj, namespaces[mode]), namespaces[mode])
+            if name == "MAP":
+                seen = status in (200, 201) and _content(body) == patched
+            else:
+                named = [m.group(1) for m in map(_WARNING.match, warnings) if m]
+                denial = _DENIAL.search(body.get("message", "")) if status == 403 else None
+                seen = name in named or (denial is not None and denial.group(1) == name)
+            if seen:
+                del pending[(mode, name)]
+        if pending:
+            time.sleep(0.5)
+    print(f"\n{len(probes)} probes of the policies' enforcement; not enforced after {timeout:.0f} s: {sorted(pending)}")
 
 
 def _compare_warnings(where, mode, warnings, expected, only):
