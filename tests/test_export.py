@@ -11,6 +11,7 @@ Three checks, each against the real thing that runs here:
 
 from __future__ import annotations
 
+import base64
 import copy
 import glob
 import json
@@ -68,8 +69,9 @@ def _validator(kind: str):
 
 
 def test_every_object_validates_strictly_against_the_1_37_schemas(exported):
-    objects = [o for result in exported for o in result.objects]
-    assert {o["kind"] for o in objects} == {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+    objects = [o for result in exported for o in result.objects + result.mutating]
+    assert {o["kind"] for o in objects} == {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+                                            "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}
     validators = {}
     for obj in objects:
         validator = validators.setdefault(obj["kind"], _validator(obj["kind"]))
@@ -97,8 +99,8 @@ def _expressions(obj):
 
 @pytest.mark.k8scel
 def test_kubernetes_cel_compiles_every_exported_expression(exported, oracle):  # noqa: F811
-    asked = [(e, t) for r in exported for o in r.objects if o["kind"] == "ValidatingAdmissionPolicy"
-             for e, t in _expressions(o)]
+    asked = [(e, t) for r in exported for o in r.objects + r.mutating if o["kind"].endswith("AdmissionPolicy")
+             for e, t in _expressions(o)]  # a MAP's variables (its JSON Patch type is the API server's to check)
     assert len(asked) > 20
     # A 1.37 API server compiles a new expression at compatibility version 1.36, and 1.35's at 1.34.
     for compatibility in ("1.36", "1.34"):
@@ -127,6 +129,14 @@ def _ask(oracle, requests):  # noqa: F811
     return out
 
 
+def _vars(obj, values):
+    """What the API server binds: the object, the variables so far, and its namespace (here without labels, as the
+    engine sees a namespace it knows nothing of)."""
+    namespace = {"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": (obj.get("metadata") or {}).get("namespace") or "default"}}
+    return {"object": obj, "variables": values, "namespaceObject": namespace}
+
+
 def _oracle_verdicts(oracle, pairs):  # noqa: F811
     """For each (object, VAP): (failed validation indexes, their messages), the VAP evaluated by Kubernetes' CEL:
     its variables in order, then each validation; an evaluation error fails the validation (failurePolicy Fail).
@@ -144,17 +154,17 @@ def _oracle_verdicts(oracle, pairs):  # noqa: F811
         asked = [i for i, (obj, _) in enumerate(pairs) if name not in walks or
                  walk_of.get((obj["kind"], obj["apiVersion"].rpartition("/")[0])) == name]
         answers = _ask(oracle, [{"expr": variable["expression"], "eval": True,
-                                 "vars": {"object": pairs[i][0], "variables": values[i]}} for i in asked])
+                                 "vars": _vars(pairs[i][0], values[i])} for i in asked])
         for i, answer in zip(asked, answers):
             assert answer["compiled"] and "evalError" not in answer, (name, answer)
             values[i][name] = answer["value"]
     asked = [(i, j) for i, (_, vap_) in enumerate(pairs) for j in range(len(vap_["spec"]["validations"]))]
     answers = _ask(oracle, [{"expr": pairs[i][1]["spec"]["validations"][j]["expression"], "eval": True,
-                           "vars": {"object": pairs[i][0], "variables": values[i]}} for i, j in asked])
+                           "vars": _vars(pairs[i][0], values[i])} for i, j in asked])
     failed = [(i, j) for (i, j), answer in zip(asked, answers)
               if "evalError" in answer or answer.get("value") is not True]
     messages = _ask(oracle, [{"expr": pairs[i][1]["spec"]["validations"][j]["messageExpression"], "eval": True,
-                            "vars": {"object": pairs[i][0], "variables": values[i]}} for i, j in failed])
+                            "vars": _vars(pairs[i][0], values[i])} for i, j in failed])
     out = [{} for _ in pairs]
     for (i, j), message in zip(failed, messages):
         out[i][j] = message.get("value", message.get("evalError"))
@@ -182,13 +192,16 @@ def test_exported_rules_fail_where_the_engine_fails_them(engine, exported, oracl
             if resource.namespace in selector["values"]:  # the binding does not match it; the engine exempts it
                 assert not [f for f in evaluation.findings if f.policy == result.policy.id and f.blocking], where
                 continue
-            ours = {}
-            for finding in evaluation.findings:
-                if finding.policy == result.policy.id and finding.rule in result.rules \
-                        and finding.result in ("fail", "error"):
-                    ours.setdefault(finding.rule, []).append(" ".join(f"{finding.policy}: {finding.message}".split()))
-            pairs.append((resource.obj, result.objects[0]))
-            expected.append((where, result.rules, ours))
+            for policy in [o for o in result.objects if o["kind"] == "ValidatingAdmissionPolicy"]:
+                rules = policy["metadata"]["annotations"]["aiadmit.dev/rules"].split(",")
+                ours = {}
+                for finding in evaluation.findings:
+                    if finding.policy == result.policy.id and finding.rule in rules \
+                            and finding.result in ("fail", "error"):
+                        ours.setdefault(finding.rule, []).append(
+                            " ".join(f"{finding.policy}: {finding.message}".split()))
+                pairs.append((resource.obj, policy))
+                expected.append((where, rules, ours))
     answers = []
     for group in {id(p[1]): p[1] for p in pairs}.values():  # one VAP at a time: its variables are its own
         chosen = [n for n, p in enumerate(pairs) if p[1] is group]
@@ -228,6 +241,11 @@ def test_export_writes_one_file_per_policy_and_lists_what_it_leaves(tmp_path):
     assert "shm-sized: exported nothing" in done.stderr
     assert "not exported: node-name: it needs cluster facts (nodes)" in done.stderr
     assert "gpu-quota: exported nothing" in done.stderr
+    assert ("  mutations exported: no-service-account-token, no-privilege-escalation, run-as-non-root, "
+            "drop-all-capabilities, add-all-to-drop, seccomp") in done.stderr
+    assert "not exported: mutation add-volume: it calls formatBytes()" in done.stderr
+    hardening = list(yaml.safe_load_all((tmp_path / "untrusted-hardening.yaml").read_text()))
+    assert [d["kind"] for d in hardening][-2:] == ["MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"]
 
 
 def test_static_format_names_end_in_the_reserved_suffix(tmp_path):
@@ -236,6 +254,13 @@ def test_static_format_names_end_in_the_reserved_suffix(tmp_path):
     docs = list(yaml.safe_load_all((tmp_path / "validating-policies" / "resources-declared.yaml").read_text()))
     assert all(d["metadata"]["name"].endswith(".static.k8s.io") for d in docs)
     assert all(d["spec"]["policyName"] == docs[0]["metadata"]["name"] for d in docs[1:])
+    # the MutatingAdmissionPolicies are the other plugin's: a directory of their own
+    mutating = list(yaml.safe_load_all((tmp_path / "mutating-policies" / "untrusted-hardening.yaml").read_text()))
+    assert [d["kind"] for d in mutating] == ["MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"]
+    assert all(d["metadata"]["name"] == "aiadmit-untrusted-hardening.static.k8s.io" for d in mutating)
+    assert mutating[1]["spec"]["policyName"] == mutating[0]["metadata"]["name"]
+    validating = yaml.safe_load_all((tmp_path / "validating-policies" / "untrusted-hardening.yaml").read_text())
+    assert {d["kind"] for d in validating} == {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
     old = _aiadmit("export", "--format", "static", "--kubernetes-version", "1.35", "--out", str(tmp_path))
     assert old.returncode == 2 and "has no staticManifestsDir" in old.stderr
 
@@ -262,6 +287,30 @@ def test_check_fails_a_portable_policy_that_is_not_exported_whole(tmp_path):
     done = _aiadmit("export", "--check", "--policies", str(tmp_path / "p"))
     assert done.returncode == 0, done.stderr
     assert version("1.37") is REFERENCE
+
+
+def test_a_rule_with_a_lower_action_gets_a_policy_of_its_own(tmp_path):
+    """A binding's validationActions hold for all its policy's validations, so a warn rule of a deny policy is
+    exported as `aiadmit-<id>-at-warn`, with its own bindings (warn, and audit where the label lowers it)."""
+    source = open(os.path.join(ROOT, "policies", "resources-declared.yaml"), encoding="utf-8").read()
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "resources-declared.yaml").write_text(
+        source.replace("  - name: memory-limit\n", "  - name: memory-limit\n    action: warn\n", 1))
+    done = _aiadmit("export", "--policies", str(tmp_path / "p"), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    docs = list(yaml.safe_load_all((tmp_path / "out" / "resources-declared.yaml").read_text()))
+    policies = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ValidatingAdmissionPolicy"}
+    assert sorted(policies) == ["aiadmit-resources-declared", "aiadmit-resources-declared-at-warn"]
+    low = policies["aiadmit-resources-declared-at-warn"]
+    assert low["metadata"]["annotations"]["aiadmit.dev/rules"] == "memory-limit"
+    assert [v["message"].split(":")[0] for v in low["spec"]["validations"]] == ["resources-declared"]
+    assert low["spec"]["failurePolicy"] == "Ignore"
+    assert "memory-limit" not in policies["aiadmit-resources-declared"]["metadata"]["annotations"]["aiadmit.dev/rules"]
+    bindings = {d["metadata"]["name"]: d["spec"] for d in docs if d["kind"] == "ValidatingAdmissionPolicyBinding"}
+    assert {n: (b["policyName"], b["validationActions"]) for n, b in bindings.items()
+            if "-at-" in n} == {
+        "aiadmit-resources-declared-at-warn": ("aiadmit-resources-declared-at-warn", ["Warn"]),
+        "aiadmit-resources-declared-at-warn-audit": ("aiadmit-resources-declared-at-warn", ["Audit"])}
 
 
 # ------------------------------------------------------------------------------------ side by side (inTree)
@@ -294,6 +343,39 @@ def test_in_tree_switch_leaves_exported_rules_to_the_api_server_on_create_only(t
     update = _review(pod, "UPDATE")
     update["oldObject"] = gpu_pod()
     assert "must request a non-zero cpu" in validate(side, update).response["status"]["message"]
+
+
+def test_in_tree_switch_leaves_exported_mutations_to_the_api_server_on_create_only(tmp_path):
+    from webhook.app.admission import mutate
+
+    pod = gpu_pod()
+    pod["metadata"].setdefault("labels", {})["aiadmit.dev/tier"] = "untrusted"
+
+    def patched_policies(engine, review):
+        response = mutate(engine, review).response
+        patch = json.loads(base64.b64decode(response["patch"])) if response.get("patch") else []
+        return {op["path"].rsplit("/", 1)[-1] for op in patch}, response
+
+    plain, _ = patched_policies(Engine.load(), _review(pod))
+    assert {"automountServiceAccountToken", "securityContext"} <= plain, plain  # untrusted-hardening's
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: aiadmit.dev/v1alpha1\nkind: Config\ninTree: {skipExported: true}\n")
+    side = Engine.load(config_path=str(config))
+    skipped, _ = patched_policies(side, _review(pod))
+    assert not {"automountServiceAccountToken", "securityContext"} & skipped, skipped
+    assert "runtimeClassName" in skipped  # untrusted-sandbox's mutation is not exported: the webhook keeps it
+    # not exported on UPDATE (the webhook mutates there when the templates change): the webhook keeps them
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "d", "namespace": "team", "labels": {"aiadmit.dev/tier": "untrusted"}},
+                  "spec": {"selector": {}, "template": {"metadata": {"labels": {"aiadmit.dev/tier": "untrusted"}},
+                                                        "spec": pod["spec"]}}}
+    review = _review(deployment, "UPDATE")
+    review["kind"] = {"group": "apps", "version": "v1", "kind": "Deployment"}
+    old = copy.deepcopy(deployment)
+    old["spec"]["template"]["spec"]["containers"][0]["image"] = "registry.example/old:v0"
+    review["oldObject"] = old
+    updated, _ = patched_policies(side, review)
+    assert "automountServiceAccountToken" in updated, updated
 
 
 # ------------------------------------------------------------------------------------ the rewrite

@@ -120,7 +120,7 @@ class ExplodingEngine(Engine):
     def evaluate(self, resource, facts=None, deadline=None):
         raise KeyError("boom")
 
-    def mutate(self, resource, facts=None, deadline=None):
+    def mutate(self, resource, facts=None, deadline=None, skip=frozenset()):
         raise RecursionError("deep")
 
 

@@ -31,7 +31,7 @@ from functools import partial
 from typing import Optional
 
 from webhook.engine.core import Engine
-from webhook.app.intree import left_to_webhook
+from webhook.app.intree import left_to_webhook, mutated_in_tree
 from webhook.engine.deadline import check_deadline, copy_json
 from webhook.inputs.review import CHECKED_OPERATIONS, CHECKED_SUBRESOURCES, SKIPPED_OPERATIONS, resource_of
 from webhook.k8s.provenance import deriving_owner
@@ -176,7 +176,8 @@ def mutate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None,
     if request.get("operation") == "UPDATE" and (resource.kind == "Pod" or not isinstance(
             request.get("oldObject"), dict) or not _templates_changed(engine, request, deadline)):
         return allow(request, "allowed")
-    mutation = engine.mutate(resource, facts, deadline)
+    skip = mutated_in_tree(engine, resource.kind, resource.group, request.get("operation"))
+    mutation = engine.mutate(resource, facts, deadline, skip)
     problems = list(mutation.errors)
     warnings = [f"aiadmit: mutation not applied: {e}" for e in mutation.errors]
     if not mutation.operations:

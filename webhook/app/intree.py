@@ -19,7 +19,9 @@ _LOCK = threading.Lock()
 
 
 def exported(engine) -> dict:
-    """(policy id, rule name) -> the (kind, group) pairs its exported validation covers; {} when `inTree` is off."""
+    """(policy id, rule name) -> the (kind, group) pairs its exported validation covers; {} when `inTree` is off.
+    Under (policy id, None): the kinds whose objects its exported MutatingAdmissionPolicy mutates (all or none of a
+    policy's mutations are exported)."""
     if engine.config.in_tree is None:
         return {}
     with _LOCK:
@@ -29,8 +31,19 @@ def exported(engine) -> dict:
             for result in export(engine.policies, engine.config, version(engine.config.in_tree)):
                 for rule in result.rules:
                     found[(result.policy.id, rule)] = frozenset(result.kinds)
+                if result.mutations:
+                    found[(result.policy.id, None)] = frozenset(result.kinds_mutated)
             _CACHE[engine] = found
     return found
+
+
+def mutated_in_tree(engine, kind: str, group: str, operation: Optional[str]) -> frozenset:
+    """The ids of the policies whose mutations the API server applies to this object (CREATE only), which the
+    mutating webhook then leaves out."""
+    if operation != "CREATE":
+        return frozenset()
+    return frozenset(policy for (policy, rule), kinds in exported(engine).items()
+                     if rule is None and (kind, group) in kinds)
 
 
 def left_to_webhook(engine, findings: list, kind: str, group: str, operation: Optional[str]) -> list:

@@ -300,11 +300,13 @@ class Engine:
 
     # ------------------------------------------------------------------ mutation
     def mutate(self, resource: Resource, facts: Optional[ClusterFacts] = None,
-               deadline: Optional[float] = None) -> Mutation:
-        """JSON Patch that adds what the matching policies' mutations describe, where it is absent (mutation.py)."""
+               deadline: Optional[float] = None, skip: frozenset = frozenset()) -> Mutation:
+        """JSON Patch that adds what the matching policies' mutations describe, where it is absent (mutation.py);
+        `skip`: ids of policies whose mutations another applies (the API server, config `inTree`)."""
         working = copy_json(resource.obj, deadline) if deadline is not None else copy.deepcopy(resource.obj)
         scope, chosen = self.scope(Resource(working, resource.origin), facts, deadline)
-        chosen = [p for p in chosen if p.mutations and not self.enforcement.observes_only(p, scope.ceiling)]
+        chosen = [p for p in chosen if p.mutations and p.id not in skip
+                  and not self.enforcement.observes_only(p, scope.ceiling)]
         if scope.workload is not None and scope.workload.errors:  # never patch what cannot be read whole
             chosen = []
         return mutation.mutate(scope, chosen, working, self.config.classification, deadline)

@@ -12,10 +12,13 @@ the webhook keeps it. Decisions (docs/cli.md, "export"):
   binding selectors: one binding per action a namespace can lower the policy to.
 - A trusted controller's create of an owned object is not matched (the webhook lowers those to warnings).
 - failurePolicy Fail for a deny policy (an error denies, as the webhook fails closed), Ignore for warn and audit.
+- A rule whose own action is below its policy's gets a second VAP, `aiadmit-<id>-at-<action>`: a binding's
+  validationActions hold for all the validations of its policy.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 from typing import Optional
@@ -23,16 +26,15 @@ from typing import Optional
 from webhook.cel.portability import refusal
 from webhook.k8s.kindnames import KINDS_FILE, table_data
 from webhook.k8s.versions import KubernetesVersion
-from webhook.k8s.workload import ROLES
 from webhook.language.config import Config
 from webhook.language.policy import ACTION_RANK, Policy, Rule
-from webhook.outputs import vapcel
+from webhook.outputs import mapexport, vapcel, vapvars
 from webhook.outputs.vapcel import NotExportable, literal
 
 GROUP = "admissionregistration.k8s.io/v1"
 ACTIONS = {"deny": "Deny", "warn": "Warn", "audit": "Audit"}
 STATIC_SUFFIX = ".static.k8s.io"
-_EXPORTABLE_CLASSES = {"accelerated", "ai", "pod"}
+_EXPORTABLE_CLASSES = {"accelerated", "ai", "pod", "untrusted"}
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -45,13 +47,16 @@ class Exported:
     rules: list = field(default_factory=list)  # names of the rules exported
     kinds: list = field(default_factory=list)  # the (kind, group) pairs the exported rules cover
     left: list = field(default_factory=list)  # (rule or mutation name, reason); "*" for the whole policy
+    mutating: list = field(default_factory=list)  # the MutatingAdmissionPolicy and binding (outputs/mapexport.py)
+    mutations: list = field(default_factory=list)  # names of the mutations exported
+    kinds_mutated: list = field(default_factory=list)
 
     @property
     def whole(self) -> bool:
         return not self.left
 
 
-def _kinds(policy: Policy, reads: set) -> tuple[list, list, list]:
+def _kinds(policy: Policy, reads: set, pointers: bool = False) -> tuple[list, list, list]:
     """(resourceRules, [(kind, templates CEL)], [(kind, reason)]) for the kinds this policy can be exported for."""
     rules: dict[str, list] = {}
     walks, skipped = [], []
@@ -63,7 +68,7 @@ def _kinds(policy: Policy, reads: set) -> tuple[list, list, list]:
             if "injected" in reads and any(t.get("injects") for t in entry["templates"]):
                 raise NotExportable("its operator mounts or probes containers itself (kinds.yaml `injects`), "
                                     "which the policy reads")
-            parts = [vapcel.template_items(t) for t in entry["templates"]]
+            parts = [vapcel.template_items(t, pointers=pointers) for t in entry["templates"]]
         except NotExportable as exc:
             skipped.append((f"{kind}.{group}" if group else kind, str(exc)))
             continue
@@ -74,32 +79,6 @@ def _kinds(policy: Policy, reads: set) -> tuple[list, list, list]:
     resource_rules = [{"apiGroups": [g], "apiVersions": ["*"], "operations": ["CREATE"], "resources": r,
                        "scope": "*"} for g, r in rules.items()]
     return resource_rules, walks, skipped
-
-
-def _walk_names(walks: list) -> list[str]:
-    """One variable per kind (`pyTorchJobTemplates`; a second kind of the same name gets its group's index)."""
-    names, seen = [], {}
-    for kind, _, _ in walks:
-        base = kind[0].lower() + kind[1:] + "Templates"
-        seen[base] = seen.get(base, 0) + 1
-        names.append(base if seen[base] == 1 else f"{base}{seen[base]}")
-    return names
-
-
-def _templates(walks: list) -> list[dict]:
-    """The pod templates of the admitted object: a variable per kind (each compiled on its own, evaluated only for
-    its kind: VAP variables are lazy), and `templates`, the one of the object's kind."""
-    names = _walk_names(walks)
-    out = "[]"
-    for (kind, group, _), name in reversed(list(zip(walks, names))):
-        test = f'object.kind == {literal(kind)}'
-        if group:
-            test += f' && object.apiVersion.startsWith({literal(group + "/")})'
-        else:
-            test += ' && object.apiVersion == "v1"'
-        out = f"{test} ? variables.{name} : {out}"
-    return [{"name": name, "expression": walk} for (_, _, walk), name in zip(walks, names)] + \
-        [{"name": "templates", "expression": out}]
 
 
 def _containers(policy: Policy) -> str:
@@ -171,45 +150,53 @@ def _validation_of(policy: Policy, rule: Rule, named: dict) -> dict:
         expression = f"variables.templates.all(tpl, {containers}.all(container, {holds}))"
         message_expression = (f"variables.templates.map(tpl, {containers}.filter(container, {failing})"
                               f'.map(container, {message})).flatten().join("; ")')
-    for wanted in ("accelerated", "ai"):  # the engine decides these before any rule runs
-        if wanted in rule.classes | policy.match.classes:
-            expression = f"!variables.{wanted} || ({expression})"
-    wanted = sorted(policy.match.any_classes - {"pod"})
-    if wanted and "pod" not in policy.match.any_classes:
-        expression = f"!({' || '.join('variables.' + w for w in wanted)}) || ({expression})"
+    expression = f"!({vapvars.class_guard(policy, rule.classes)}) || ({expression})"
     return {"expression": expression, "messageExpression": message_expression,
             "message": f"{policy.id}: {static}"[:1024], "reason": "Forbidden"}
 
 
-def _object_variables(walks: list, config: Config) -> list[dict]:
-    regex = vapcel.glob_regex(config.classification.accelerators)
-    containers = ("variables.templates.map(tpl, (has(tpl.spec.containers) ? tpl.spec.containers : []) + "
-                  "(has(tpl.spec.initContainers) ? tpl.spec.initContainers : [])).flatten()")
-    devices = (f"variables.containers.map(c, has(c.resources) ? "
-               f"(has(c.resources.limits) ? c.resources.limits.map(r, r) : []) + "
-               f"(has(c.resources.requests) ? c.resources.requests.map(r, r) : []) : []).flatten()"
-               f".filter(r, r.matches({literal(regex)})).distinct().sort()")  # sorted, as the engine binds it
-    accelerated = ("size(variables.devices) > 0 || variables.templates.exists(tpl, "
-                   "has(tpl.spec.resourceClaims) && size(tpl.spec.resourceClaims) > 0)")
-    # `ai` as webhook/k8s/workload.py classifies: accelerated, a kind with a fixed role, the notebook label on the
-    # object or a template, or the role label naming a role on a kind without one.
-    fixed = [f"{k}.{g}" if g else k for k, g, role in _roles()]
-    kind_group = 'object.kind + (object.apiVersion.contains("/") ? "." + object.apiVersion.split("/")[0] : "")'
-    labels = "(has(object.metadata.labels) ? object.metadata.labels : {})"
-    notebook = literal(config.classification.notebook_label)
-    role = literal(config.classification.role_label)
-    ai = (f"variables.accelerated || {kind_group} in {_list(fixed)} || {notebook} in {labels} || "
-          f"variables.templates.exists(tpl, has(tpl.metadata.labels) && {notebook} in tpl.metadata.labels) || "
-          f"({role} in {labels} && {labels}[{role}] in {_list(list(ROLES))})")
-    return _templates(walks) + [
-            {"name": "containers", "expression": containers},
-            {"name": "devices", "expression": devices},
-            {"name": "accelerated", "expression": accelerated},
-            {"name": "ai", "expression": ai}]
+def _export_mutations(policy: Policy, config: Config, version: KubernetesVersion, result: Exported, named: dict,
+                      name: str, action: str) -> None:
+    """The policy's mutations as a MutatingAdmissionPolicy and binding (outputs/mapexport.py), into `result`."""
+    def leave(why: str) -> None:
+        result.left.extend((f"mutation {m.name}", why) for m in policy.mutations)
 
-
-def _roles() -> list:
-    return [(e["kind"], e.get("group", ""), e["role"]) for e in table_data(KINDS_FILE)["kinds"] if e.get("role")]
+    if action == "audit":
+        return leave("its policy's action is audit, which only observes (the webhook does not mutate either)")
+    try:
+        selectors = _bindings(policy, config, action, name, "")[0]["spec"]["matchResources"]
+    except NotExportable as exc:
+        return leave(str(exc))
+    selectors = copy.deepcopy(selectors)
+    expressions = selectors["namespaceSelector"]["matchExpressions"]
+    expressions[1:] = [{"key": config.enforcement_label, "operator": "NotIn", "values": ["audit"]}]
+    resource_rules, walks, _ = _kinds(policy, _read_names(policy), pointers=True)
+    if not walks:
+        return leave("no kind of the kinds table can be walked for it")
+    guard = vapvars.class_guard(policy)
+    done = []
+    for mutation in policy.mutations:
+        try:
+            source = mapexport.expression(policy, mutation, named, guard)
+            refused = refusal(source, version)
+            if refused is not None:
+                raise NotExportable(f"a Kubernetes {version} API server refuses it: {refused[0]}")
+        except NotExportable as exc:
+            result.left.append((f"mutation {mutation.name}", str(exc)))
+            continue
+        done.append((mutation.name, source))
+    if not done:
+        return None
+    if len(done) < len(policy.mutations):
+        # a later mutation's `when` may read what an earlier one adds: the webhook applies them all, or here none
+        result.left += [(f"mutation {n}", "another mutation of its policy cannot be exported, and mutations see each other's "
+                            "changes") for n, _ in done]
+        return None
+    result.mutations = [n for n, _ in done]
+    result.kinds_mutated = [(k, g) for k, g, _ in walks]
+    result.mutating = mapexport.policy_objects(policy, done, name, resource_rules,
+                                               vapvars.object_variables(walks, config), selectors, version.name)
+    return None
 
 
 def _exact(patterns, what: str) -> list[str]:
@@ -259,15 +246,14 @@ def _bindings(policy: Policy, config: Config, action: str, name: str, end: str) 
 def export_policy(policy: Policy, config: Config, version: KubernetesVersion, static: bool = False) -> Exported:
     """The VAP, bindings and left-over list of one policy (the config's action for it, or the policy's)."""
     result = Exported(policy)
-    for mutation in policy.mutations:
-        result.left.append((mutation.name, "mutations are not exported as MutatingAdmissionPolicies yet; the "
-                                           "mutating webhook applies them"))
     action = config.settings(policy.id).action or policy.action
     extra = set(policy.match.classes) - _EXPORTABLE_CLASSES
     if policy.match.any_classes and not policy.match.any_classes <= _EXPORTABLE_CLASSES:
         extra |= set(policy.match.any_classes)
     if extra:
         why = ", ".join(sorted(extra))
+        result.left += [(f"mutation {m.name}", "its policy applies by aiadmit's classification")
+                        for m in policy.mutations]
         result.left.append(("*", f"it applies by aiadmit's classification ({why}): role, tier and notebook are "
                                  "read from the kinds table, labels and the namespace"))
         return result
@@ -280,22 +266,28 @@ def export_policy(policy: Policy, config: Config, version: KubernetesVersion, st
     for rule in policy.rules:
         reads |= set(rule.variables)
     resource_rules, walks, skipped = _kinds(policy, _read_names(policy))
+    if policy.mutations:
+        _export_mutations(policy, config, version, result, named, name + end, action)
+    by_action: dict[str, tuple[list, list]] = {}  # a rule's own lower action: a VAP of its own (one binding set)
     for rule in policy.rules:
-        if rule.action and ACTION_RANK[rule.action] < ACTION_RANK[action]:
-            result.left.append((rule.name, f"its own action ({rule.action}) is below the policy's ({action})"))
-            continue
+        own = rule.action if rule.action and ACTION_RANK[rule.action] < ACTION_RANK[action] else action
         try:
-            validations.append(_validation(policy, rule, named, version))
-            result.rules.append(rule.name)
+            validation = _validation(policy, rule, named, version)
         except NotExportable as exc:
             result.left.append((rule.name, str(exc)))
+            continue
+        validations.append(validation)
+        result.rules.append(rule.name)
+        by_action.setdefault(own, ([], []))[0].append(validation)
+        by_action[own][1].append(rule.name)
     if not validations or not walks:
         if not walks:
             result.left.append(("*", "no kind of the kinds table can be walked for it"))
         result.rules = []
         return result
     try:
-        bindings = _bindings(policy, config, action, name, end)
+        bindings = {each: _bindings(policy, config, each, _policy_name(name, action, each), end)
+                    for each in by_action}
     except NotExportable as exc:
         result.left.append(("*", str(exc)))
         result.rules = []
@@ -304,23 +296,34 @@ def export_policy(policy: Policy, config: Config, version: KubernetesVersion, st
         result.left.append((f"kind {kind}", why))
     result.kinds = [(k, g) for k, g, _ in walks]
     trusted = [u for u in config.trusted_controllers if not any(c in u for c in "*?[")]
-    spec = {"failurePolicy": "Fail" if action == "deny" else "Ignore",
-            "matchConstraints": {"resourceRules": resource_rules},
-            "variables": _object_variables(walks, config),
-            "validations": validations}
+    conditions = []
     if trusted:
-        spec["matchConditions"] = [{
+        conditions = [{
             "name": "not-a-trusted-controllers-child",
-            "expression": f"!(request.userInfo.username in {_list(trusted)} && "
+            "expression": f"!(request.userInfo.username in {vapvars.cel_list(trusted)} && "
                           "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, "
                           "has(r.controller) && r.controller))"}]
-    result.objects = [{"apiVersion": GROUP, "kind": "ValidatingAdmissionPolicy",
-                       "metadata": {"name": name + end, "labels": {"app.kubernetes.io/managed-by": "aiadmit"},
-                                    "annotations": {"aiadmit.dev/policy": policy.id,
-                                                    "aiadmit.dev/rules": ",".join(result.rules),
-                                                    "aiadmit.dev/kubernetes-version": version.name}},
-                       "spec": spec}] + bindings
+    for each in sorted(by_action, key=ACTION_RANK.get, reverse=True):
+        spec = {"failurePolicy": "Fail" if each == "deny" else "Ignore",
+                "matchConstraints": {"resourceRules": resource_rules},
+                "variables": vapvars.object_variables(walks, config),
+                "validations": by_action[each][0]}
+        if conditions:
+            spec["matchConditions"] = conditions
+        result.objects += [{"apiVersion": GROUP, "kind": "ValidatingAdmissionPolicy",
+                            "metadata": {"name": _policy_name(name, action, each) + end,
+                                         "labels": {"app.kubernetes.io/managed-by": "aiadmit"},
+                                         "annotations": {"aiadmit.dev/policy": policy.id,
+                                                         "aiadmit.dev/rules": ",".join(by_action[each][1]),
+                                                         "aiadmit.dev/kubernetes-version": version.name}},
+                            "spec": spec}] + bindings[each]
     return result
+
+
+def _policy_name(name: str, action: str, each: str) -> str:
+    """The VAP of the policy's own action is `aiadmit-<id>`; the rules whose own action is lower (a warn rule of a
+    deny policy) make `aiadmit-<id>-at-<action>`: a binding's validationActions hold for every validation."""
+    return name if each == action else f"{name}-at-{each}"
 
 
 def _read_names(policy: Policy) -> set:
@@ -328,10 +331,6 @@ def _read_names(policy: Policy) -> set:
     for expression in policy.named.values():
         names |= set(expression.variables)
     return names
-
-
-def _list(values: list[str]) -> str:
-    return "[" + ", ".join(literal(v) for v in values) + "]"
 
 
 def export(policies: list[Policy], config: Config, version: KubernetesVersion,

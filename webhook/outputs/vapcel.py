@@ -164,8 +164,9 @@ def _path(base: str, relative: str) -> tuple[str, list[str]]:
     return expr, guards
 
 
-def template_items(entry: Mapping, depth: int = 0) -> str:
-    """CEL for the list of this kinds-table template entry's pod templates, each {"name", "spec", "metadata"}.
+def template_items(entry: Mapping, depth: int = 0, pointers: bool = False) -> str:
+    """CEL for the list of this kinds-table template entry's pod templates, each {"name", "spec", "metadata"}
+    (and with `pointers`, "path": the JSON pointer of the spec, for a MutatingAdmissionPolicy's JSON Patch).
 
     `at` may hold `*` (every map value or list item); "{*}" in the name is the key or index it matched, as the
     engine names it (webhook/k8s/workload.py)."""
@@ -179,7 +180,7 @@ def template_items(entry: Mapping, depth: int = 0) -> str:
     if entry.get("containers") or entry.get("copies"):
         raise NotExportable("its operator adds containers or metadata the walk does not write")
 
-    def item(base: str, key: Optional[str]) -> str:
+    def item(base: str, key: Optional[str], pointer: str) -> str:
         spec_expr, spec_guards = _path(base, spec)
         if metadata is None:
             meta = "{}"
@@ -189,33 +190,45 @@ def template_items(entry: Mapping, depth: int = 0) -> str:
         label = literal(name) if key is None else \
             " + ".join(p for p in (literal(name.split("{*}")[0]) if name.split("{*}")[0] else "", key,
                                    literal(name.split("{*}")[1]) if name.split("{*}")[1] else "") if p)
-        one = f'{{"name": dyn({label}), "spec": dyn({spec_expr}), "metadata": dyn({meta})}}'
+        one = f'{{"name": dyn({label}), "spec": dyn({spec_expr}), "metadata": dyn({meta})'
+        one += f', "path": dyn({_join(pointer, spec)})}}' if pointers else "}"
         return f"({' && '.join(spec_guards)} ? [{one}] : [])" if spec_guards else f"[{one}]"
 
-    def walk(base: str, rest: list[str], key: Optional[str], level: int) -> str:
+    def walk(base: str, rest: list[str], key: Optional[str], level: int, pointer: str) -> str:
         if not rest:
-            return item(base, key)
+            return item(base, key, pointer)
         if "*" in rest:
             star = rest.index("*")
             expr, guards = _path(base, "/".join(rest[:star]))
             k, v = f"k{level}", f"i{level}"
             # a map's values by key, a list's items by index (both: "{*}" names the key or the index)
-            inner_map = walk(f"{expr}[{k}]", rest[star + 1:], k, level + 1)
+            at_star = _join(pointer, "/".join(rest[:star]))
+            escaped = f'{k}.replace("~", "~0").replace("/", "~1")'  # a key as a JSON pointer step (RFC 6901)
+            inner_map = walk(f"{expr}[{k}]", rest[star + 1:], k, level + 1, f'{at_star} + "/" + {escaped}')
             # list items are named by `name` (JobSet), else `groupName` (KubeRay), else their index
             item_expr = f"{expr}[{v}]"
             label = (f"(type({item_expr}) == map && has({item_expr}.name) && {item_expr}.name != \"\" ? "
                      f"string({item_expr}.name) : type({item_expr}) == map && has({item_expr}.groupName) && "
                      f"{item_expr}.groupName != \"\" ? string({item_expr}.groupName) : string({v}))")
-            inner_list = walk(item_expr, rest[star + 1:], label, level + 1)
+            inner_list = walk(item_expr, rest[star + 1:], label, level + 1, f'{at_star} + "/" + string({v})')
             body = (f"(type({expr}) == map ? {expr}.map({k}, {inner_map}).flatten() : "
                     f"type({expr}) == list ? lists.range(size({expr})).map({v}, {inner_list}).flatten() : [])")
             return f"({' && '.join(guards)} ? {body} : [])" if guards else body
-        return _guarded(base, rest, key, item)
+        return _guarded(base, rest, key, item, pointer)
 
-    return walk("object", steps, None, depth)
+    return walk("object", steps, None, depth, '""')
 
 
-def _guarded(base: str, rest: list[str], key: Optional[str], item) -> str:
+def _join(pointer: str, relative: str) -> str:
+    """The CEL string of `pointer` (a CEL string expression) followed by the steps of `relative`."""
+    steps = [s for s in relative.split("/") if s]
+    if not steps:
+        return pointer
+    tail = literal("/" + "/".join(steps))
+    return tail if pointer == '""' else f"{pointer} + {tail}"
+
+
+def _guarded(base: str, rest: list[str], key: Optional[str], item, pointer: str) -> str:
     expr, guards = _path(base, "/".join(rest))
-    inner = item(expr, key)
+    inner = item(expr, key, _join(pointer, "/".join(rest)))
     return f"({' && '.join(guards)} ? {inner} : [])" if guards else inner

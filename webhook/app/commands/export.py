@@ -42,6 +42,8 @@ def report(results) -> list[str]:
         portable = " (portable: true)" if result.policy.document.get("portable") is True else ""
         rules = ", ".join(result.rules) or "nothing"
         lines.append(f"{result.policy.id}{portable}: exported {rules}")
+        if result.mutations:
+            lines.append(f"  mutations exported: {', '.join(result.mutations)}")
         lines += [f"  not exported: {what}: {why}" for what, why in result.left]
     return lines
 
@@ -63,15 +65,23 @@ def run(args) -> int:
     results = export(engine.policies, engine.config, target, static)
     for line in report(results):
         print(line, file=sys.stderr)
-    written = [r for r in results if r.objects]
+    written = [r for r in results if r.objects or r.mutating]
     if args.out:
-        folder = os.path.join(args.out, "validating-policies") if static else args.out
-        os.makedirs(folder, exist_ok=True)
+        # static: the API server reads each admission plugin's objects from its own directory
+        folders = {"objects": os.path.join(args.out, "validating-policies") if static else args.out,
+                   "mutating": os.path.join(args.out, "mutating-policies") if static else args.out}
         for result in written:
-            with open(os.path.join(folder, f"{result.policy.id}.yaml"), "w", encoding="utf-8") as handle:
-                handle.write(_dump(result.objects))
+            parts = [("objects", result.objects), ("mutating", result.mutating)]
+            by_folder: dict = {}
+            for what, objects in parts:
+                if objects:
+                    by_folder.setdefault(folders[what], []).extend(objects)
+            for folder, objects in by_folder.items():
+                os.makedirs(folder, exist_ok=True)
+                with open(os.path.join(folder, f"{result.policy.id}.yaml"), "w", encoding="utf-8") as handle:
+                    handle.write(_dump(objects))
     elif not args.check:
-        sys.stdout.write(_dump([o for r in written for o in r.objects]))
+        sys.stdout.write(_dump([o for r in written for o in r.objects + r.mutating]))
     if args.check:
         broken = [r.policy.id for r in results if r.policy.document.get("portable") is True and not r.whole]
         if broken:

@@ -61,12 +61,13 @@ def _in_tree(policies, config) -> dict:
     for result in export(policies, config, REFERENCE):
         left = dict(result.left)
         left[None] = set(result.rules)
+        left[False] = {f"mutation {m}" for m in result.mutations}  # a mutation may share its name with a rule
         out[result.policy.id] = left
     return out
 
 
 def _exported(left: dict, name: str) -> str:
-    if name in left[None]:
+    if name in left[None] or name in left.get(False, ()):
         return "yes"
     why = left.get(name) or left.get("*") or "the policy is not exported"
     return "no: " + why.replace("|", "\\|")
@@ -107,7 +108,7 @@ def markdown(policies, config=None) -> str:
         if policy.mutations:
             out += ["", "### Mutations", "", "| mutation | target | op | path | in the API server |",
                     "|---|---|---|---|---|"]
-            out += [f"| `{m.name}` | {m.target} | {m.op} | `{m.path}` | {_exported(left, m.name)} |"
+            out += [f"| `{m.name}` | {m.target} | {m.op} | `{m.path}` | {_exported(left, 'mutation ' + m.name)} |"
                     for m in policy.mutations]
     return "\n".join(out) + "\n"
 
