@@ -123,6 +123,8 @@ def enter(context: Activation, scope: Scope, template: Optional[PodTemplate], po
             context["templateDevices"] = scope.devices[position]
         if "podResources" in scope.variables:
             context["podResources"] = pod_resources(template)
+        if "podClaims" in scope.variables:
+            context["podClaims"] = pod_claims(template, scope, classification)
     if container is not None:
         context["container"] = container.obj
         context["containerType"] = container.section
@@ -144,6 +146,28 @@ def pod_resources(template: PodTemplate) -> dict:
     `podResources` (language/declarations.py says why not `pod.resources`)."""
     found = template.spec.get("resources") if template.spec is not None else None
     return found if isinstance(found, dict) else {}
+
+
+def pod_claims(template: PodTemplate, scope: Scope, classification: Classification) -> list[dict]:
+    """The DRA entries of the pod's containers, each (claim, request) once: the pod is allocated a claim's devices
+    once, however many of its containers name it. Each entry is a `claims` entry (k8s/dra.py) with `container`,
+    the first container naming it, and `running`: some container naming it runs for the pod's life (a container
+    or a native sidecar, not a run-to-completion init container)."""
+    pod = template.spec if template.spec is not None else {}
+    found: dict[tuple, dict] = {}
+    for container in template.containers:
+        obj = container.obj
+        resources = obj.get("resources")
+        if not resources or "claims" not in resources or container.section == "ephemeralContainers":
+            continue
+        running = container.section != "initContainers" or obj.get("restartPolicy") == "Always"
+        for entry in dra.resolve(pod, obj, claim_facts(scope), classification.device_classes, me(scope)):
+            key = (entry["claim"], entry["request"])
+            if key in found:
+                found[key]["running"] = found[key]["running"] or running
+            else:
+                found[key] = dict(entry, container=container.name, running=running)
+    return list(found.values())
 
 
 def bind_variables(context: Activation, policy: Any) -> None:
