@@ -134,7 +134,7 @@ def enter(context: Activation, scope: Scope, template: Optional[PodTemplate], po
             context["envFrom"] = env_from(container.obj, scope)
         if "claims" in scope.variables:
             resources = container.obj.get("resources")
-            context["claims"] = dra.resolve(context.get("pod") or {}, container.obj, claim_facts(scope),
+            context["claims"] = dra.resolve(context.get("pod") or {}, container.obj, known_claims(scope),
                                             classification.device_classes, me(scope)) \
                 if resources and "claims" in resources else []
     elif "container" in context:  # a pod-level rule must not see the last template's container
@@ -161,7 +161,7 @@ def pod_claims(template: PodTemplate, scope: Scope, classification: Classificati
         if not resources or "claims" not in resources or container.section == "ephemeralContainers":
             continue
         running = container.section != "initContainers" or obj.get("restartPolicy") == "Always"
-        for entry in dra.resolve(pod, obj, claim_facts(scope), classification.device_classes, me(scope)):
+        for entry in dra.resolve(pod, obj, known_claims(scope), classification.device_classes, me(scope)):
             key = (entry["claim"], entry["request"])
             if key in found:
                 found[key]["running"] = found[key]["running"] or running
@@ -220,6 +220,15 @@ def claim_facts(scope: Scope) -> Optional[dict]:
         known = None
     scope.claims = known
     return known
+
+
+def known_claims(scope: Scope) -> Optional[dict]:
+    """What the entries of `claims` and `podClaims` are resolved against: every claim the pods name (claim_facts),
+    else what the facts know of the namespace's, so each entry's `found` says whether its own claim is known. A rule
+    about a claim's devices still skips while any is unknown (`requires: [resourceClaims]` reads claim_facts); one
+    about the unknown claims themselves (untrusted-gpu-isolation's no-unknown-claims) reads `found`."""
+    known = claim_facts(scope)
+    return known if known is not None else scope.facts.resource_claims(scope.resource.namespace)
 
 
 def me(scope: Scope) -> str:
