@@ -10,8 +10,9 @@ import json
 
 import pytest
 
+from kubernetes import client
+
 from serverproc import make_review
-from test_dra import DIGEST, claim_model, exactly, pod
 from webhook.app import admission
 from webhook.engine.core import Engine
 from webhook.inputs import review as reviews
@@ -20,9 +21,32 @@ from webhook.model.facts import OfflineFacts
 from webhook.model.resource import Resource
 
 
+DIGEST = "@sha256:" + "0" * 64
+API = client.ApiClient()
+
+
 @pytest.fixture(scope="module")
 def engine():
     return Engine.load()
+
+
+def claim_model(name, namespace, device_class, reserved=()):
+    """A ResourceClaim as the live cache holds it: built with the kubernetes client's own models, then wired."""
+    return API.sanitize_for_serialization(client.ResourceV1ResourceClaim(
+        api_version="resource.k8s.io/v1", kind="ResourceClaim",
+        metadata=client.V1ObjectMeta(name=name, namespace=namespace),
+        spec=client.V1ResourceClaimSpec(devices=client.V1DeviceClaim(requests=[client.V1DeviceRequest(
+            name="gpu", exactly=client.V1ExactDeviceRequest(device_class_name=device_class))])),
+        status=client.V1ResourceClaimStatus(reserved_for=[
+            client.V1ResourceClaimConsumerReference(resource="pods", name=p, uid=f"uid-{p}") for p in reserved])))
+
+
+def pod(name, namespace, claims, uses):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"resourceClaims": claims, "containers": [{
+                "name": "main", "image": "registry.example.com/job" + DIGEST,
+                "resources": {"requests": {"cpu": "8", "memory": "64Gi", "ephemeral-storage": "1Gi"},
+                              "limits": {"memory": "64Gi"}, "claims": [{"name": u} for u in uses]}}]}}
 
 
 def tenant_facts(claims):
@@ -48,16 +72,16 @@ def test_an_untrusted_pod_naming_a_claim_the_cache_has_not_seen_is_denied(engine
     assert "names ResourceClaim fresh (claim g), which aiadmit does not know" in response["status"]["message"]
     assert "untrusted-gpu-isolation: untrusted container main" in response["status"]["message"]
     # Once the cache holds it, used by no other pod, the policy passes it (other policies judge its hardening).
-    seen = tenant_facts([claim_model("fresh", "tenant", [exactly("gpu", "mig.nvidia.com")], reserved=[])])
+    seen = tenant_facts([claim_model("fresh", "tenant", "mig.nvidia.com", reserved=[])])
     assert "untrusted-gpu-isolation" not in answer(engine, obj, seen)["status"]["message"]
     # ... and with another pod holding it, the known claim is judged as shared (the policy did run on it).
-    held = tenant_facts([claim_model("fresh", "tenant", [exactly("gpu", "mig.nvidia.com")], reserved=["other"])])
+    held = tenant_facts([claim_model("fresh", "tenant", "mig.nvidia.com", reserved=["other"])])
     message = answer(engine, obj, held)["status"]["message"]
     assert "also used by Pod/other" in message and "does not know" not in message
 
 
 def test_a_stale_claim_cache_denies_too(engine):
-    facts = tenant_facts([claim_model("fresh", "tenant", [exactly("gpu", "mig.nvidia.com")], reserved=[])])
+    facts = tenant_facts([claim_model("fresh", "tenant", "mig.nvidia.com", reserved=[])])
     facts.caches["resourceclaims"].confirmed -= 120  # stale: the cache knows nothing for sure
     obj = pod("nb", "tenant", [{"name": "g", "resourceClaimName": "fresh"}], ["g"])
     findings = {f.rule: f.result for f in engine.evaluate(Resource(obj), facts).findings
@@ -95,3 +119,34 @@ spec: {spec: {devices: {requests: [{name: gpus, exactly: {deviceClassName: gpu.n
     # A native sidecar naming it and a container naming it too: still once.
     sidecar = container("side", restartPolicy="Always")
     assert len(messages(dict(base, initContainers=[sidecar], containers=[container("main")]))) == 1
+
+
+def test_a_device_class_extended_resource_is_an_accelerator_for_every_policy(engine):
+    from webhook.inputs.sources import load_text
+    from webhook.k8s.deviceclasses import accelerated
+    classes = load_text("""
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.nvidia.com}
+spec: {extendedResourceName: example.com/dra-gpu}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: rdma.example.com}
+spec: {extendedResourceName: example.com/rdma}
+""", "classes.yaml").resources
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"}, "spec": {"containers": [{
+        "name": "main", "image": "r.example/x" + DIGEST,
+        "resources": {"requests": {"cpu": "8", "memory": "64Gi", "ephemeral-storage": "1Gi"},
+                      "limits": {"memory": "64Gi", "example.com/dra-gpu": "1"}}}]}}
+
+    def shm(facts):
+        return [f.rule for f in engine.evaluate(Resource(obj), facts).findings if f.policy == "shm-sized"]
+    assert shm(OfflineFacts([Resource(obj)])) == []  # no DeviceClass known: the config's accelerators decide
+    assert shm(OfflineFacts(classes + [Resource(obj)])) != []  # a GPU: it needs /dev/shm like nvidia.com/gpu
+    config = engine.config.classification
+    widened = accelerated(config, {"example.com/dra-gpu": "gpu.nvidia.com", "example.com/rdma": "rdma.example.com",
+                                   "example.com/*": "gpu.nvidia.com"})
+    assert widened.is_accelerator("example.com/dra-gpu") and not widened.is_accelerator("example.com/rdma")
+    assert not widened.is_accelerator("example.com/other")  # a glob in a name widens nothing
+    assert accelerated(config, None) is config and accelerated(config, {}) is config
