@@ -290,7 +290,8 @@ class Builtin:
         return f"{self.policy.id}:{self.where}"
 
 
-_LEVEL_OF = {"pod": "pod", "podMeta": "pod", "template": "pod", "templateDevices": "pod", "podResources": "pod", "container": "container",
+_LEVEL_OF = {"pod": "pod", "podMeta": "pod", "template": "pod", "templateDevices": "pod", "podResources": "pod",
+             "podClaims": "pod", "container": "container",
              "containerType": "container", "containerName": "container", "injected": "container",
              "envFrom": "container", "claims": "container"}
 _ORDER = ("object", "pod", "container")

@@ -239,7 +239,7 @@ def test_export_writes_one_file_per_policy_and_lists_what_it_leaves(tmp_path):
     assert ("resources-declared: exported cpu-request, memory-request, ephemeral-storage-request, memory-limit"
             in done.stderr)
     assert "shm-sized: exported nothing" in done.stderr
-    assert "not exported: node-name: it needs cluster facts (nodes)" in done.stderr
+    assert "not exported: node-name: it needs cluster facts (nodes, resourceClaims)" in done.stderr
     assert "gpu-quota: exported nothing" in done.stderr
     assert ("  mutations exported: no-service-account-token, no-privilege-escalation, run-as-non-root, "
             "drop-all-capabilities, add-all-to-drop, seccomp") in done.stderr

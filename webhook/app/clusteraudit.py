@@ -35,7 +35,8 @@ PAGE_SIZE = 500
 FACT_KINDS = (("", "Namespace"), ("", "ResourceQuota"), ("scheduling.k8s.io", "PriorityClass"),
               ("node.k8s.io", "RuntimeClass"), ("autoscaling", "HorizontalPodAutoscaler"), ("keda.sh", "ScaledObject"),
               ("", "Node"), ("kueue.x-k8s.io", "LocalQueue"), ("scheduling.k8s.io", "PodGroup"),
-              ("resource.k8s.io", "ResourceClaim"), ("resource.k8s.io", "ResourceClaimTemplate"))
+              ("resource.k8s.io", "ResourceClaim"), ("resource.k8s.io", "ResourceClaimTemplate"),
+              ("resource.k8s.io", "DeviceClass"))
 # The report APIs `--apply-reports` writes: apiVersion -> (namespaced plural, cluster-scoped plural).
 REPORT_APIS = {"wgpolicyk8s.io/v1alpha2": ("policyreports", "clusterpolicyreports"),
                "openreports.io/v1alpha1": ("reports", "clusterreports")}

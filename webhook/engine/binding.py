@@ -123,6 +123,8 @@ def enter(context: Activation, scope: Scope, template: Optional[PodTemplate], po
             context["templateDevices"] = scope.devices[position]
         if "podResources" in scope.variables:
             context["podResources"] = pod_resources(template)
+        if "podClaims" in scope.variables:
+            context["podClaims"] = pod_claims(template, scope, classification)
     if container is not None:
         context["container"] = container.obj
         context["containerType"] = container.section
@@ -132,7 +134,7 @@ def enter(context: Activation, scope: Scope, template: Optional[PodTemplate], po
             context["envFrom"] = env_from(container.obj, scope)
         if "claims" in scope.variables:
             resources = container.obj.get("resources")
-            context["claims"] = dra.resolve(context.get("pod") or {}, container.obj, claim_facts(scope),
+            context["claims"] = dra.resolve(context.get("pod") or {}, container.obj, known_claims(scope),
                                             classification.device_classes, me(scope)) \
                 if resources and "claims" in resources else []
     elif "container" in context:  # a pod-level rule must not see the last template's container
@@ -144,6 +146,28 @@ def pod_resources(template: PodTemplate) -> dict:
     `podResources` (language/declarations.py says why not `pod.resources`)."""
     found = template.spec.get("resources") if template.spec is not None else None
     return found if isinstance(found, dict) else {}
+
+
+def pod_claims(template: PodTemplate, scope: Scope, classification: Classification) -> list[dict]:
+    """The DRA entries of the pod's containers, each (claim, request) once: the pod is allocated a claim's devices
+    once, however many of its containers name it. Each entry is a `claims` entry (k8s/dra.py) with `container`,
+    the first container naming it, and `running`: some container naming it runs for the pod's life (a container
+    or a native sidecar, not a run-to-completion init container)."""
+    pod = template.spec if template.spec is not None else {}
+    found: dict[tuple, dict] = {}
+    for container in template.containers:
+        obj = container.obj
+        resources = obj.get("resources")
+        if not resources or "claims" not in resources or container.section == "ephemeralContainers":
+            continue
+        running = container.section != "initContainers" or obj.get("restartPolicy") == "Always"
+        for entry in dra.resolve(pod, obj, known_claims(scope), classification.device_classes, me(scope)):
+            key = (entry["claim"], entry["request"])
+            if key in found:
+                found[key]["running"] = found[key]["running"] or running
+            else:
+                found[key] = dict(entry, container=container.name, running=running)
+    return list(found.values())
 
 
 def bind_variables(context: Activation, policy: Any) -> None:
@@ -196,6 +220,15 @@ def claim_facts(scope: Scope) -> Optional[dict]:
         known = None
     scope.claims = known
     return known
+
+
+def known_claims(scope: Scope) -> Optional[dict]:
+    """What the entries of `claims` and `podClaims` are resolved against: every claim the pods name (claim_facts),
+    else what the facts know of the namespace's, so each entry's `found` says whether its own claim is known. A rule
+    about a claim's devices still skips while any is unknown (`requires: [resourceClaims]` reads claim_facts); one
+    about the unknown claims themselves (untrusted-gpu-isolation's no-unknown-claims) reads `found`."""
+    known = claim_facts(scope)
+    return known if known is not None else scope.facts.resource_claims(scope.resource.namespace)
 
 
 def me(scope: Scope) -> str:

@@ -22,6 +22,7 @@ from webhook.engine.binding import Scope, bind_resource, bind_variables, enter, 
 from webhook.engine.deadline import BudgetExceeded, check_deadline, copy_json
 from webhook.engine.enforcement import Enforcement
 from webhook.engine.planning import Plan, missing_facts, where
+from webhook.k8s.deviceclasses import accelerated
 from webhook.k8s.selectors import selector_matches
 from webhook.k8s.workload import Container, PodTemplate, ShapeError, no_tick, build_workload, kind_table
 from webhook.language.bundle import BUILTIN_POLICY_DIR
@@ -124,7 +125,8 @@ class Engine:
         if namespace_labels is None and resource.namespace and getattr(facts, "complete", False):
             namespace_labels = self._unknown_namespace(resource.namespace, evaluation)
         try:
-            scope.workload = build_workload(resource, self.config.classification, namespace_labels,
+            classification = accelerated(self.config.classification, _extended(facts))
+            scope.workload = build_workload(resource, classification, namespace_labels,
                                             partial(check_deadline, deadline) if deadline is not None else no_tick)
         except ShapeError as exc:
             evaluation.error_at(exc.pointer, exc.message)
@@ -310,3 +312,9 @@ class Engine:
         if scope.workload is not None and scope.workload.errors:  # never patch what cannot be read whole
             chosen = []
         return mutation.mutate(scope, chosen, working, self.config.classification, deadline)
+
+
+def _extended(facts: ClusterFacts) -> Optional[dict]:
+    """The extended resources DeviceClasses give, as the facts know them (a provider may not know any)."""
+    found = getattr(facts, "extended_resources", None)
+    return found() if callable(found) else None

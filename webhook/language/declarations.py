@@ -44,7 +44,11 @@ OBJECT = {"object": DYN, "oldObject": DYN, "request": DYN, "namespaceObject": DY
 # template, {} where it declares none or the kind has no pod spec. Not `pod.resources`: a rule that reads `pod` does
 # not run where a kind has no pod spec (TrainJob's trainer), and a container rule that merely lets the pod's budget
 # stand for the container's must still run there.
-POD = dict(OBJECT, pod=DYN, podMeta=DYN, template="string", templateDevices=_STRINGS, podResources=DYN)
+# `podClaims`: the DRA entries (as `claims`) of the pod's containers, each (claim, request) once (the pod gets a
+# claim's devices once), with `container`, the first one naming it, and `running`: one naming it runs for the
+# pod's life (a container or native sidecar, not a run-to-completion init container).
+POD = dict(OBJECT, pod=DYN, podMeta=DYN, template="string", templateDevices=_STRINGS, podResources=DYN,
+           podClaims=("list", DYN))
 # `containerName`: the container's name, else its field (KServe's `sklearn`, a TrainJob's `trainer`), else its
 # place (`containers[0]`): what a message says, without `has(container.name) ? container.name : containerType`.
 # `injected`: what the kind's operator adds to the container (kinds.yaml `injects`), a list of maps.

@@ -44,6 +44,10 @@ class ClusterFacts(Protocol):
 
     def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]: ...
 
+    # Optional (the engine asks with getattr): extended resource name -> the DeviceClass naming it in
+    # spec.extendedResourceName (k8s/deviceclasses.py), None when unknown.
+    # def extended_resources(self) -> Optional[dict[str, str]]: ...
+
 
 class NoFacts:
     """Knows nothing: every context-dependent rule is skipped with its reason."""
@@ -85,8 +89,8 @@ class OfflineFacts:
     namespace: if no ResourceQuota (or LocalQueue, or PodGroup) for it is there, it
     has none; a LocalQueue (a PodGroup, a ResourceClaim or ResourceClaimTemplate)
     in the input makes the namespace's queues (pod groups, claims) known too.
-    PriorityClasses, RuntimeClasses and Nodes are known when at least one of them
-    is in the input.
+    PriorityClasses, RuntimeClasses, Nodes and DeviceClasses are known when at least
+    one of them is in the input.
     """
 
     complete = False
@@ -102,6 +106,7 @@ class OfflineFacts:
         self._pod_groups: dict[str, dict[str, dict]] = {}
         self._claims: dict[str, dict] = {}
         self._claim_users: Optional[dict] = None  # found on the first question about claims: most inputs ask none
+        self._extended: Optional[dict[str, str]] = None  # extendedResourceName -> DeviceClass
         for resource in resources:
             kind, name, namespace = resource.kind, resource.name, resource.namespace
             if kind == "Namespace" and resource.api_version == "v1":
@@ -122,6 +127,12 @@ class OfflineFacts:
                 self._pod_groups.setdefault(namespace, {})[name] = scheduling_policy(resource.obj)
             elif kind in CLAIM_KINDS and resource.group == "resource.k8s.io":
                 self._claims.setdefault(namespace, {}).setdefault(kind, {})[name] = resource.obj
+            elif kind == "DeviceClass" and resource.group == "resource.k8s.io":
+                spec = resource.obj.get("spec") if isinstance(resource.obj, dict) else None
+                extended = spec.get("extendedResourceName") if isinstance(spec, dict) else None
+                self._extended = self._extended or {}
+                if isinstance(extended, str) and extended:
+                    self._extended[extended] = name
             self._objects[(namespace, kind, name)] = resource
 
     def namespace_labels(self, namespace: str) -> Optional[dict]:
@@ -162,6 +173,10 @@ class OfflineFacts:
 
     def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]:
         return self._objects.get((namespace, kind, name))
+
+    def extended_resources(self) -> Optional[dict[str, str]]:
+        """Extended resource names the input's DeviceClasses give (spec.extendedResourceName), None without any."""
+        return self._extended
 
 
 USERS_WALK_LIMIT = 100_000  # nodes of one object searched for the claims its pods name

@@ -47,6 +47,8 @@ _NOT_BOUND = {
     "envFrom": "it reads `envFrom` as resolved from ConfigMaps and Secrets (cluster facts)",
     "claims": "it reads `claims`, the DRA devices aiadmit resolves from the ResourceClaims and templates a "
               "container names (cluster facts)",
+    "podClaims": "it reads `podClaims`, the DRA devices aiadmit resolves for a pod's running containers "
+                 "(cluster facts)",
     "claimDevices": "it reads `claimDevices`, aiadmit's reading of a ResourceClaim's device requests",
     "containerType": "it reads `containerType`, aiadmit's name of a container's section",
     "request": "it reads aiadmit's `request` view, whose `kind` is a string where the API server's is a "
