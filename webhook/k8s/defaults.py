@@ -24,6 +24,19 @@ _WORKLOADS = {
 }
 
 
+def _rolling(spec: dict, field: str, **defaults) -> None:
+    """A workload's update strategy: RollingUpdate unless set, and that strategy's own defaults."""
+    strategy = _map(spec, field)
+    if strategy is None:
+        return
+    _set(strategy, "type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = _map(strategy, "rollingUpdate")
+        if rolling is not None:
+            for key, value in defaults.items():
+                _set(rolling, key, value)
+
+
 def _set(mapping: dict, key: str, value: Any) -> None:
     if mapping.get(key) is None:
         mapping[key] = value
@@ -124,36 +137,16 @@ def _workload(group: str, kind: str, spec: dict) -> None:
         _set(spec, "revisionHistoryLimit", 10)
     if kind == "Deployment" and group == "apps":
         _set(spec, "progressDeadlineSeconds", 600)
-        strategy = _map(spec, "strategy")
-        if strategy is not None:
-            _set(strategy, "type", "RollingUpdate")
-            if strategy["type"] == "RollingUpdate":
-                rolling = _map(strategy, "rollingUpdate")
-                if rolling is not None:
-                    _set(rolling, "maxUnavailable", "25%")
-                    _set(rolling, "maxSurge", "25%")
+        _rolling(spec, "strategy", maxUnavailable="25%", maxSurge="25%")
     elif kind == "StatefulSet":
         _set(spec, "podManagementPolicy", "OrderedReady")
-        strategy = _map(spec, "updateStrategy")
-        if strategy is not None:
-            _set(strategy, "type", "RollingUpdate")
-            if strategy["type"] == "RollingUpdate":
-                rolling = _map(strategy, "rollingUpdate")
-                if rolling is not None:
-                    _set(rolling, "partition", 0)
+        _rolling(spec, "updateStrategy", partition=0)
         retention = _map(spec, "persistentVolumeClaimRetentionPolicy")
         if retention is not None:
             _set(retention, "whenDeleted", "Retain")
             _set(retention, "whenScaled", "Retain")
     elif kind == "DaemonSet":
-        strategy = _map(spec, "updateStrategy")
-        if strategy is not None:
-            _set(strategy, "type", "RollingUpdate")
-            if strategy["type"] == "RollingUpdate":
-                rolling = _map(strategy, "rollingUpdate")
-                if rolling is not None:
-                    _set(rolling, "maxUnavailable", 1)
-                    _set(rolling, "maxSurge", 0)
+        _rolling(spec, "updateStrategy", maxUnavailable=1, maxSurge=0)
     elif kind == "Job" and group == "batch":
         if spec.get("completions") is None and spec.get("parallelism") is None:
             spec["completions"] = 1
