@@ -42,6 +42,9 @@ class Scope:
     entered: Optional[tuple] = None
     reads: Optional[tuple] = None  # (variables, cluster facts) the chosen policies read, when the engine knows them
     claims: Any = False  # the namespace's DRA claims as the facts know them (None: unknown); False: not asked yet
+    # The config's classification, widened by the DeviceClasses the facts know (k8s/deviceclasses.py): the workload,
+    # the CEL bindings and the mutations all classify with this one.
+    classification: Optional[Classification] = None
 
 
 def bind_resource(context: Activation, scope: Scope, chosen: list, classification: Classification,

@@ -125,8 +125,8 @@ class Engine:
         if namespace_labels is None and resource.namespace and getattr(facts, "complete", False):
             namespace_labels = self._unknown_namespace(resource.namespace, evaluation)
         try:
-            classification = accelerated(self.config.classification, _extended(facts))
-            scope.workload = build_workload(resource, classification, namespace_labels,
+            scope.classification = accelerated(self.config.classification, _extended(facts))
+            scope.workload = build_workload(resource, scope.classification, namespace_labels,
                                             partial(check_deadline, deadline) if deadline is not None else no_tick)
         except ShapeError as exc:
             evaluation.error_at(exc.pointer, exc.message)
@@ -234,7 +234,7 @@ class Engine:
         rules = plan.active(scope.resource.obj, template, container)
         if not rules:
             return
-        classification = self.config.classification
+        classification = scope.classification or self.config.classification
         if not scope.bound:
             bind_resource(context, scope, list(scope.chosen), classification, scope.reads)
             scope.bound = True
@@ -311,7 +311,7 @@ class Engine:
                   and not self.enforcement.observes_only(p, scope.ceiling)]
         if scope.workload is not None and scope.workload.errors:  # never patch what cannot be read whole
             chosen = []
-        return mutation.mutate(scope, chosen, working, self.config.classification, deadline)
+        return mutation.mutate(scope, chosen, working, scope.classification or self.config.classification, deadline)
 
 
 def _extended(facts: ClusterFacts) -> Optional[dict]:
