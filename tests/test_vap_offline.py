@@ -319,3 +319,21 @@ def test_the_webhook_path_denies_by_a_vap_and_lowers_nothing(tmp_path):
     update = admission.validate(engine, reviews.parse(json.dumps(make_review(big, "UPDATE", big)).encode()))
     assert update.outcome == "denied"
     assert admission.validate(engine, reviews.parse(json.dumps(make_review(small)).encode())).outcome == "allowed"
+
+
+
+def test_the_in_tree_policies_stop_at_the_deadline_too(tmp_path):
+    """The webhook's budget covers the user's ValidatingAdmissionPolicies as it covers aiadmit's own policies."""
+    import time
+
+    import yaml
+
+    from webhook.engine.deadline import BudgetExceeded
+    from webhook.model.resource import Resource
+
+    (tmp_path / "vap.yaml").write_text(_policy(REPLICAS) + "---\n" + _binding())
+    engine = Engine.load([str(tmp_path / "vap.yaml")])
+    big = Resource(yaml.safe_load(_deployment("big", 7)))
+    assert engine.evaluate(big, deadline=time.monotonic() + 60).findings  # in time: the VAP's denial
+    with pytest.raises(BudgetExceeded):
+        engine.evaluate(big, deadline=time.monotonic() - 1)

@@ -169,7 +169,7 @@ class Engine:
         runs, inside the walk over templates and containers."""
         evaluation = self._evaluate(resource, facts, deadline)
         if self.intree and isinstance(resource.obj, dict):  # the user's ValidatingAdmissionPolicies (engine/vap.py)
-            found, matched = vap.evaluate(self.intree, resource, facts or NoFacts())
+            found, matched = vap.evaluate(self.intree, resource, facts or NoFacts(), deadline)
             evaluation.findings += found
             evaluation.evaluated = evaluation.evaluated or bool(matched)
             evaluation.policies += tuple(name for name in matched if name not in evaluation.policies)

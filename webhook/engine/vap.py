@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from webhook.cel.environment import Activation
 from webhook.cel.values import Variables
+from webhook.engine.deadline import check_deadline
 from webhook.k8s.defaults import defaulted
 from webhook.k8s.selectors import selector_matches
 from webhook.language.vapload import InTree, InTreeBinding, InTreePolicy
@@ -131,13 +132,16 @@ def _namespace_object(resource: Resource, facts: ClusterFacts) -> Optional[dict]
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": resource.namespace, "labels": labels}}
 
 
-def evaluate(intree: InTree, resource: Resource, facts: ClusterFacts) -> tuple[list[Finding], list[str]]:
+def evaluate(intree: InTree, resource: Resource, facts: ClusterFacts,
+             deadline: Optional[float] = None) -> tuple[list[Finding], list[str]]:
     """The findings of every binding of the in-tree set on `resource`, created as it is, and the policies a binding
-    matched it to (then it was checked by them, even if nothing was found)."""
+    matched it to (then it was checked by them, even if nothing was found). `deadline` (time.monotonic()) is checked
+    before each binding and each param object, as the engine checks it between its own policies."""
     findings: list[Finding] = []
     matched: list[str] = []
     obj = None  # the object as the API server defaults it, made for the first binding that matches
     for binding in intree.bindings:
+        check_deadline(deadline)
         policy = intree.policies.get(binding.policy)
         if policy is None:
             continue
@@ -160,6 +164,7 @@ def evaluate(intree: InTree, resource: Resource, facts: ClusterFacts) -> tuple[l
         if obj is None:
             obj = defaulted(resource.obj, resource.group, resource.kind)
         for param in params:
+            check_deadline(deadline)
             out.run(obj, param, _namespace_object(resource, facts))
     return findings, matched
 
