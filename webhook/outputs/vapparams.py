@@ -96,7 +96,8 @@ def crd(policies: list) -> dict:
             properties[param] = schema
     spec = {"type": "object", "properties": properties}
     return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{PLURAL}.{GROUP}", "labels": dict(_LABELS)},
+            "metadata": {"name": f"{PLURAL}.{GROUP}",
+                         "labels": {**_LABELS, "app.kubernetes.io/part-of": "aiadmit"}},  # as base/crds.yaml
             "spec": {"group": GROUP, "scope": "Cluster",
                      "names": {"kind": KIND, "listKind": f"{KIND}List", "plural": PLURAL, "singular": "policyparams"},
                      "versions": [{"name": VERSION, "served": True, "storage": True,
