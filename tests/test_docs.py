@@ -22,3 +22,34 @@ def test_every_policy_has_a_section_and_a_summary_row():
     assert len(ids) == 17
     for policy_id in ids:
         assert f"\n## {policy_id}\n" in text and f"[`{policy_id}`](#{policy_id})" in text
+
+
+def test_every_built_in_rule_and_mutation_says_whether_it_is_exported_and_why_not():
+    """Issue 23: docs/policies.md says, for every built-in rule (and mutation), whether `aiadmit export` exports it,
+    and the reason where not, as the exporter itself decides it (webhook/outputs/vap.py)."""
+    from webhook.engine.core import Engine
+    from webhook.k8s.versions import REFERENCE
+    from webhook.outputs.vap import export
+
+    with open(os.path.join(ROOT, "docs", "policies.md"), encoding="utf-8") as handle:
+        sections = {part.split("\n", 1)[0]: part for part in handle.read().split("\n## ")[1:]}
+    engine = Engine.load()
+    results = {r.policy.id: r for r in export(engine.policies, engine.config, REFERENCE)}
+    checked = 0
+    for policy in engine.policies:
+        section = sections[policy.id]
+        rows = {line.split("|")[1].strip().strip("`"): line.rstrip("|").split("|")[-1].strip()
+                for line in section.splitlines() if line.startswith("| `")}
+        result = results[policy.id]
+        whole = dict(result.left).get("*")
+        for name in [r.name for r in policy.rules] + [m.name for m in policy.mutations]:
+            said = rows.get(name)
+            assert said, (policy.id, name, "no row with an `in the API server` column")
+            exported = name in result.rules or name in result.mutations
+            assert said.startswith("yes") == exported, (policy.id, name, said)
+            if not exported:
+                assert said.startswith("no") and len(said) > len("no: "), (policy.id, name, said)
+                reason = dict(result.left).get(name) or dict(result.left).get(f"mutation {name}") or whole
+                assert reason and reason.split(" (")[0][:40] in said, (policy.id, name, said, reason)
+            checked += 1
+    assert checked >= 80, checked

@@ -129,15 +129,18 @@ def _ask(oracle, requests):  # noqa: F811
     return out
 
 
-def _vars(obj, values):
-    """What the API server binds: the object, the variables so far, and its namespace (here without labels, as the
-    engine sees a namespace it knows nothing of)."""
+def _vars(obj, values, params=None):
+    """What the API server binds: the object, the variables so far, its namespace (here without labels, as the
+    engine sees a namespace it knows nothing of) and the binding's param object (a VAP with `paramKind`)."""
     namespace = {"apiVersion": "v1", "kind": "Namespace",
                  "metadata": {"name": (obj.get("metadata") or {}).get("namespace") or "default"}}
-    return {"object": obj, "variables": values, "namespaceObject": namespace}
+    found = {"object": obj, "variables": values, "namespaceObject": namespace}
+    if params is not None:
+        found["params"] = params
+    return found
 
 
-def _oracle_verdicts(oracle, pairs):  # noqa: F811
+def _oracle_verdicts(oracle, pairs, params=None):  # noqa: F811
     """For each (object, VAP): (failed validation indexes, their messages), the VAP evaluated by Kubernetes' CEL:
     its variables in order, then each validation; an evaluation error fails the validation (failurePolicy Fail).
     Asked in batches: one round trip per variable, one for the validations, one for the messages."""
@@ -154,17 +157,17 @@ def _oracle_verdicts(oracle, pairs):  # noqa: F811
         asked = [i for i, (obj, _) in enumerate(pairs) if name not in walks or
                  walk_of.get((obj["kind"], obj["apiVersion"].rpartition("/")[0])) == name]
         answers = _ask(oracle, [{"expr": variable["expression"], "eval": True,
-                                 "vars": _vars(pairs[i][0], values[i])} for i in asked])
+                                 "vars": _vars(pairs[i][0], values[i], params)} for i in asked])
         for i, answer in zip(asked, answers):
             assert answer["compiled"] and "evalError" not in answer, (name, answer)
             values[i][name] = answer["value"]
     asked = [(i, j) for i, (_, vap_) in enumerate(pairs) for j in range(len(vap_["spec"]["validations"]))]
     answers = _ask(oracle, [{"expr": pairs[i][1]["spec"]["validations"][j]["expression"], "eval": True,
-                           "vars": _vars(pairs[i][0], values[i])} for i, j in asked])
+                           "vars": _vars(pairs[i][0], values[i], params)} for i, j in asked])
     failed = [(i, j) for (i, j), answer in zip(asked, answers)
               if "evalError" in answer or answer.get("value") is not True]
     messages = _ask(oracle, [{"expr": pairs[i][1]["spec"]["validations"][j]["messageExpression"], "eval": True,
-                            "vars": _vars(pairs[i][0], values[i])} for i, j in failed])
+                            "vars": _vars(pairs[i][0], values[i], params)} for i, j in failed])
     out = [{} for _ in pairs]
     for (i, j), message in zip(failed, messages):
         out[i][j] = message.get("value", message.get("evalError"))
@@ -173,6 +176,85 @@ def _oracle_verdicts(oracle, pairs):  # noqa: F811
 
 @pytest.mark.k8scel
 def test_exported_rules_fail_where_the_engine_fails_them(engine, exported, oracle):  # noqa: F811
+    answers, failures = _agreement(engine, exported, oracle)
+    assert answers >= 200 and failures >= 20, (answers, failures)
+
+
+# A config whose params differ from the policies' defaults: `all` exposes no device (devices-declared), and no
+# annotation asks for a GPU fraction (untrusted-gpu-isolation).
+NON_DEFAULT = """apiVersion: aiadmit.dev/v1alpha1
+kind: Config
+policies:
+  devices-declared:
+    params: {noDeviceValues: ["", void, none, all]}
+  untrusted-gpu-isolation:
+    params: {sharingAnnotations: []}
+"""
+
+
+@pytest.mark.k8scel
+def test_with_non_default_params_the_param_object_carries_them_and_the_answers_still_agree(
+        engine, exported, oracle, tmp_path):  # noqa: F811
+    config = tmp_path / "config.yaml"
+    config.write_text(NON_DEFAULT)
+    other = Engine.load(config_path=str(config))
+    changed = vap.export(other.policies, other.config, REFERENCE)
+    answers, failures = _agreement(other, changed, oracle)
+    assert answers >= 200, answers
+    assert failures < _agreement(engine, exported, oracle)[1]  # the params changed verdicts (fewer failures)
+
+
+def test_a_config_change_changes_only_the_param_objects(engine, exported, tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(NON_DEFAULT)
+    other = Engine.load(config_path=str(config))
+    changed = {r.policy.id: r for r in vap.export(other.policies, other.config, REFERENCE)}
+    readers = set()
+    for result in exported:
+        assert changed[result.policy.id].objects == result.objects, result.policy.id
+        assert changed[result.policy.id].mutating == result.mutating, result.policy.id
+        if result.params:
+            readers.add(result.policy.id)
+            policy = next(o for o in result.objects if o["kind"] == "ValidatingAdmissionPolicy")
+            assert policy["spec"]["paramKind"] == {"apiVersion": "aiadmit.dev/v1alpha1", "kind": "PolicyParams"}
+            for binding in [o for o in result.objects if o["kind"].endswith("Binding")]:
+                assert binding["spec"]["paramRef"] == {"name": f"aiadmit-{result.policy.id}",
+                                                       "parameterNotFoundAction": "Deny"}
+    assert {"devices-declared", "image-digest", "untrusted-gpu-isolation"} <= readers
+    assert changed["devices-declared"].params[0]["spec"]["noDeviceValues"] == ["", "void", "none", "all"]
+    assert "all" not in next(r for r in exported if r.policy.id == "devices-declared").params[0]["spec"][
+        "noDeviceValues"]
+    assert changed["untrusted-gpu-isolation"].params[0]["spec"]["sharingAnnotations"] == []
+
+
+def test_static_policies_fold_the_params_in(engine):
+    static = {r.policy.id: r for r in vap.export(engine.policies, engine.config, REFERENCE, static=True)}
+    assert not any(r.params for r in static.values())
+    text = json.dumps([o for r in static.values() for o in r.objects + r.mutating])
+    assert "paramKind" not in text and "params." not in text and "paramRef" not in text
+    assert "NVIDIA_VISIBLE_DEVICES" in text  # devices-declared's visibleDevicesEnv, folded
+
+
+def test_the_param_kind_is_typed_from_the_policies_params(engine, exported):
+    from webhook.outputs import vapparams
+
+    crd = vapparams.crd([r.policy for r in exported if r.params])
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    assert spec["visibleDevicesEnv"] == {"type": "array", "items": {"type": "string"}}
+    assert spec["referencePattern"] == {"type": "string"}
+    assert crd["spec"]["scope"] == "Cluster"
+    # every param object of the export validates against that schema (the API server checks it on write)
+    validator = jsonschema.Draft7Validator(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    for result in exported:
+        for obj in result.params:
+            assert not list(validator.iter_errors(obj)), obj["metadata"]["name"]
+    assert list(validator.iter_errors({"spec": {"visibleDevicesEnv": "NVIDIA_VISIBLE_DEVICES"}}))
+
+
+def _agreement(engine, exported, oracle):  # noqa: F811
+    """(objects compared, failures found) of the oracle running the exported VAPs (and their param objects) on the
+    bundle's test objects and the corpus, asserting each answer is the engine's."""
+    params = {}
     by_kind = {}
     for result in exported:
         if result.objects:
@@ -202,10 +284,11 @@ def test_exported_rules_fail_where_the_engine_fails_them(engine, exported, oracl
                             " ".join(f"{finding.policy}: {finding.message}".split()))
                 pairs.append((resource.obj, policy))
                 expected.append((where, rules, ours))
+                params[id(policy)] = result.params[0] if "paramKind" in policy["spec"] else None
     answers = []
     for group in {id(p[1]): p[1] for p in pairs}.values():  # one VAP at a time: its variables are its own
         chosen = [n for n, p in enumerate(pairs) if p[1] is group]
-        answers += list(zip(chosen, _oracle_verdicts(oracle, [pairs[n] for n in chosen])))
+        answers += list(zip(chosen, _oracle_verdicts(oracle, [pairs[n] for n in chosen], params[id(group)])))
     failures = 0
     for n, theirs in answers:
         where, rules, ours = expected[n]
@@ -216,7 +299,7 @@ def test_exported_rules_fail_where_the_engine_fails_them(engine, exported, oracl
             # no defined order in CEL, so the pieces are compared as a multiset
             assert sorted(message.split("; ")) == sorted("; ".join(ours[rule]).split("; ")), (where, rule)
         failures += len(named)
-    assert len(answers) >= 200 and failures >= 20, (len(answers), failures)
+    return len(answers), failures
 
 
 # ------------------------------------------------------------------------------------ the command

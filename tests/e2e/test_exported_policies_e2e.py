@@ -18,6 +18,10 @@ Isolation: each binding gets one more namespace requirement (the label `aiadmit-
 modules' deliberately non-compliant objects, created in their own namespaces, are never judged by these policies;
 the bindings' own selectors are kept as exported. Everything is removed at the end of the module.
 
+Params: the policies read their params through `paramRef` from `PolicyParams` objects (webhook/outputs/vapparams.py),
+installed with their CRD. A second pass replaces only those objects with a config's non-default values and compares
+again against the webhook loaded with that config; a third deletes one to show `parameterNotFoundAction: Deny`.
+
 Batched: one API server for the whole session (conftest), one install, ~1,000 dry runs over a few connections.
 """
 
@@ -50,7 +54,7 @@ from webhook.k8s.versions import REFERENCE  # noqa: E402
 from webhook.model import patch  # noqa: E402
 from webhook.model.facts import OfflineFacts  # noqa: E402
 from webhook.model.resource import Resource  # noqa: E402
-from webhook.outputs import vap  # noqa: E402
+from webhook.outputs import vap, vapparams  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
@@ -167,6 +171,8 @@ def installed(apiserver, crds):
                 obj["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"].append(
                     {"key": ISOLATION, "operator": "Exists"})
             docs.append(obj)
+    params = [o for r in exported for o in r.params]
+    _install_param_kind(apiserver, vapparams.crd([r.policy for r in exported if r.params]))
     suffix = uuid.uuid4().hex[:6]
     namespaces = {mode: f"vap-{mode}-{suffix}" for mode in MODES}
     labels = {"plain": {}, "deny": {ISOLATION: "yes"}, "warn": {ISOLATION: "yes", ENFORCEMENT: "warn"},
@@ -175,19 +181,34 @@ def installed(apiserver, crds):
     ns_docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespaces[k], "labels": labels[k]}}
                for k in namespaces]
     apiserver.kubectl("apply", "--server-side", "--field-manager=aiadmit-e2e", "-f", "-",
-                      input=yaml.safe_dump_all(ns_docs + docs))
+                      input=yaml.safe_dump_all(ns_docs + params + docs))
     try:
         vap_of = {(d["metadata"]["annotations"]["aiadmit.dev/policy"], rule): d["metadata"]["name"]
                   for d in docs if d["kind"] == "ValidatingAdmissionPolicy"
                   for rule in d["metadata"]["annotations"]["aiadmit.dev/rules"].split(",")}
         yield {"engine": engine, "exported": exported, "docs": docs, "namespaces": namespaces,
-               "ns_docs": ns_docs, "vap_of": vap_of}
+               "ns_docs": ns_docs, "vap_of": vap_of, "params": params}
     finally:
+        apiserver.kubectl("delete", "policyparams", *[o["metadata"]["name"] for o in params], "--ignore-not-found",
+                          check=False)
         names = [d["metadata"]["name"] for d in docs]
         for kind in ("validatingadmissionpolicybindings", "validatingadmissionpolicies",
                      "mutatingadmissionpolicybindings", "mutatingadmissionpolicies"):
             apiserver.kubectl("delete", kind, *[n for d, n in zip(docs, names) if d["kind"].lower() + "s" == kind],
                               "--ignore-not-found", check=False)
+
+
+def _install_param_kind(apiserver, crd: dict) -> None:
+    """The PolicyParams CRD, applied and waited for until its kind is in discovery (kubectl needs discovery)."""
+    apiserver.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=aiadmit-e2e", "-f", "-",
+                      input=yaml.safe_dump(crd))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        status, body = apiserver.get(f"/apis/{vapparams.GROUP}/{vapparams.VERSION}")
+        if status == 200 and vapparams.PLURAL in {r["name"] for r in json.loads(body).get("resources", [])}:
+            return
+        time.sleep(0.5)
+    pytest.fail("the PolicyParams CRD is not in discovery after 120 s", pytrace=False)
 
 
 @pytest.fixture(scope="module")
@@ -296,6 +317,84 @@ def _pieces(messages) -> collections.Counter:
 
 
 def test_dry_runs_under_the_exported_policies_answer_as_the_webhook(apiserver, installed):
+    compared, denials, warned_pieces, mutated = _compare(apiserver, installed)
+    assert compared >= 200 and denials >= 20 and warned_pieces >= 50, (compared, denials, warned_pieces)
+    assert mutated >= 20, mutated
+    installed["denials"] = denials
+
+
+# Non-default params (as tests/test_export.py): `all` exposes no device (devices-declared), and no annotation asks
+# for a GPU fraction (untrusted-gpu-isolation).
+NON_DEFAULT = """apiVersion: aiadmit.dev/v1alpha1
+kind: Config
+policies:
+  devices-declared:
+    params: {noDeviceValues: ["", void, none, all]}
+  untrusted-gpu-isolation:
+    params: {sharingAnnotations: []}
+"""
+# denied by devices-declared `visible-devices-env` under the default params, allowed under NON_DEFAULT's
+_ALL_DEVICES = {"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "all-devices-"},
+                "spec": {"containers": [{"name": "main", "image": "busybox@sha256:" + "0" * 64,
+                                         "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}],
+                                         "resources": {"requests": {"cpu": "100m", "memory": "64Mi",
+                                                                    "ephemeral-storage": "1Gi"},
+                                                       "limits": {"memory": "64Mi"}}}]}}
+
+
+def _answer_until(client, namespace: str, obj: dict, allowed: bool, timeout: float = 90) -> tuple:
+    """Dry-run create `obj` until the API server allows it (or denies it), as its param informer catches up."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status, body, _ = client.dry_run_create(_prepared(obj, namespace), namespace)
+        if (status in (200, 201)) == allowed or time.monotonic() > deadline:
+            return status, body
+        time.sleep(0.5)
+
+
+def test_a_config_change_is_only_a_param_object_change_and_the_answers_still_agree(apiserver, installed, tmp_path):
+    client = Client(apiserver)
+    deny = installed["namespaces"]["deny"]
+    status, body = _answer_until(client, deny, _ALL_DEVICES, allowed=False)
+    assert status == 403 and "aiadmit-devices-declared" in body.get("message", ""), (status, body)
+    config = tmp_path / "config.yaml"
+    config.write_text(NON_DEFAULT)
+    engine = Engine.load(config_path=str(config))
+    exported = [r for r in vap.export(engine.policies, engine.config, REFERENCE) if r.objects or r.mutating]
+    for mine, theirs in zip(exported, installed["exported"]):  # the policies and bindings are the same objects
+        assert (mine.objects, mine.mutating) == (theirs.objects, theirs.mutating), mine.policy.id
+    params = [o for r in exported for o in r.params]
+    assert params != installed["params"]
+    try:
+        apiserver.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=aiadmit-e2e", "-f", "-",
+                          input=yaml.safe_dump_all(params))
+        status, body = _answer_until(client, deny, _ALL_DEVICES, allowed=True)
+        assert status in (200, 201), (status, body)  # the new value holds, nothing else was changed
+        compared, denials, _, _ = _compare(apiserver, dict(installed, engine=engine, exported=exported))
+        assert compared >= 200 and denials < installed.get("denials", denials + 1), (compared, denials)
+        # parameterNotFoundAction Deny: without its param object a deny policy denies (failurePolicy Fail)
+        # (the API server answers 422 Invalid for it, naming the policy and binding: not the validations' 403)
+        apiserver.kubectl("delete", "policyparams", vapparams.name("devices-declared"))
+        status, body = _answer_until(client, deny, _ALL_DEVICES, allowed=False)
+        print(f"\nwithout its param object: {status} {body.get('message')}")
+        assert status == 422 and "aiadmit-devices-declared" in body.get("message", ""), (status, body)
+        assert "no params found" in body.get("message", ""), body
+    finally:
+        apiserver.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=aiadmit-e2e", "-f", "-",
+                          input=yaml.safe_dump_all(installed["params"]))
+
+
+def test_the_param_kind_refuses_a_mistyped_value(apiserver, installed):
+    wrong = copy.deepcopy(installed["params"][0])
+    wrong["metadata"] = {"name": "aiadmit-e2e-mistyped"}
+    wrong["spec"] = {"visibleDevicesEnv": "NVIDIA_VISIBLE_DEVICES"}  # a string where the policy has a list
+    done = apiserver.kubectl("create", "-f", "-", input=yaml.safe_dump(wrong), check=False)
+    assert done.returncode != 0 and "visibleDevicesEnv" in done.stderr, done.stderr
+
+
+def _compare(apiserver, installed) -> tuple:
+    """(compared, denials, warned pieces, mutated): every covered object dry-run in each namespace against the
+    webhook's answer from `installed["engine"]`; asserts there is no difference."""
     client = Client(apiserver)
     namespaces = installed["namespaces"]
     covered = {k for r in installed["exported"] for k in r.kinds}
@@ -357,8 +456,7 @@ def test_dry_runs_under_the_exported_policies_answer_as_the_webhook(apiserver, i
           f"{mutated} objects mutated, as the webhook patches them")
     kinds = collections.Counter((mode, what) for _, mode, what, *_ in problems)
     assert not problems, (kinds, problems[:5])
-    assert compared >= 200 and denials >= 20 and warned_pieces >= 50, (compared, denials, warned_pieces)
-    assert mutated >= 20, mutated
+    return compared, denials, warned_pieces, mutated
 
 
 def _content(obj: dict) -> dict:

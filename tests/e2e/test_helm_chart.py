@@ -203,7 +203,10 @@ CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nnot checked by rendering\n-
     MONITORING_ON,
     ["KNOBS"],
     ["reportsController.enabled=true", "reportsController.format=openreports", "reportsController.replicas=1"],
-], ids=["defaults", "audit", "warn-secret", "digest", "monitoring", "every-knob", "reports-controller"])
+    ["inTree.mode=beside"],
+    ["inTree.mode=instead"],
+], ids=["defaults", "audit", "warn-secret", "digest", "monitoring", "every-knob", "reports-controller",
+        "in-tree-beside", "in-tree-instead"])
 def test_helm_lint_strict(helm, settings, tmp_path):
     args = [helm, "lint", "--strict", str(CHART), "--namespace", NAMESPACE]
     for setting in settings:
@@ -234,7 +237,8 @@ def test_values_schema_rejects_what_would_be_silently_ignored(helm):
                              ("networkPolicy.apiServerCIDRs[0]=fd00::/129", "/networkPolicy/apiServerCIDRs/0"),
                              ("networkPolicy.apiServerCIDRs[0]=10.0.0.0/8\n", "/networkPolicy/apiServerCIDRs/0"),
                              ("networkPolicy.metricsPodSelector.matchLabel.app=x", "/networkPolicy/metricsPodSelector"),
-                             ("networkPolicy.apiServerCIDR[0]=10.0.0.0/8", "apiServerCIDR")):
+                             ("networkPolicy.apiServerCIDR[0]=10.0.0.0/8", "apiServerCIDR"),
+                             ("inTree.mode=both", "/inTree/mode"), ("inTree.skipExported=true", "skipExported")):
         done = run(helm, "template", "aiadmit", str(CHART), "--set", setting, check=False)
         assert done.returncode != 0 and message in done.stderr, (setting, done.stderr)
 
@@ -292,6 +296,41 @@ def test_warn_mode_renders_the_base_with_the_warn_component(helm, kubectl, tmp_p
         for hook in obj.get("webhooks", ()):
             hook["clientConfig"]["caBundle"] = CA
     assert_same(chart, kustomized)
+
+
+def test_in_tree_beside_renders_the_base_with_the_in_tree_component(helm, kubectl, tmp_path):
+    chart = template(helm, "inTree.mode=beside", "certificates.source=secret", f"certificates.caBundle={CA}",
+                     "namespace.create=true")
+    kustomized = kustomize(kubectl, overlay(tmp_path, ["in-tree"]))
+    for obj in kustomized:
+        for hook in obj.get("webhooks", ()):
+            hook["clientConfig"]["caBundle"] = CA
+    assert_same(chart, kustomized)
+    config = yaml.safe_load(next(o for o in chart if o["kind"] == "ConfigMap" and "config.yaml" in o["data"])
+                            ["data"]["config.yaml"])
+    assert config["inTree"] == {"skipExported": True}
+    assert {"ValidatingAdmissionPolicy", "MutatingAdmissionPolicy", "PolicyParams"} <= {o["kind"] for o in chart}
+
+
+def test_in_tree_instead_renders_the_in_tree_kustomization_only(helm, kubectl):
+    chart = template(helm, "inTree.mode=instead")
+    kustomized = kustomize(kubectl, MANIFESTS / "in-tree")
+    # the chart's crds/ also carry the Policy and PolicyException CRDs (Helm installs crds/ whatever the values)
+    crds = {"policies.aiadmit.dev", "policyexceptions.aiadmit.dev"}
+    assert_same([o for o in chart if o["metadata"]["name"] not in crds], kustomized)
+    assert not {"Deployment", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "ConfigMap"} & \
+        {o["kind"] for o in chart}
+
+
+@pytest.mark.parametrize("setting", ["mode=warn", "mode=audit", "config.policies.shm-sized.action=warn"])
+def test_in_tree_modes_refuse_what_the_shipped_export_does_not_say(helm, setting):
+    """The shipped objects are the export under the default config at the policies' own actions: with another mode
+    or config the API server and the webhook would judge differently, so the chart says so and renders nothing."""
+    for mode in ("beside", "instead"):
+        done = run(helm, "template", "aiadmit", str(CHART), "--set", f"inTree.mode={mode}", "--set", setting,
+                   check=False)
+        assert done.returncode != 0 and f"inTree.mode={mode}: the chart's in-tree policies are exported under " \
+            "the default config" in done.stderr, (mode, setting, done.stderr[-600:])
 
 
 def test_mode_keeps_the_users_other_policy_settings(helm, tmp_path):
@@ -558,6 +597,26 @@ def test_every_knob_and_the_monitoring_objects_are_accepted_by_the_api_server(he
     objects = template(helm, "namespace.create=true", "certificates.source=secret", f"certificates.caBundle={ca}",
                        namespace=namespace, values=values_file(tmp_path, KNOBS))
     assert {"ServiceMonitor", "PrometheusRule"} <= {o["kind"] for o in objects}
+    assert_dry_run_accepts(apiserver, namespace, objects)
+
+
+@pytest.mark.parametrize("mode", ["beside", "instead"])
+def test_in_tree_objects_are_accepted_by_the_api_server(helm, apiserver, tmp_path, mode):
+    """The in-tree modes' objects, server-side dry run: the PolicyParams CRD first (as Helm installs crds/ before
+    the templates; the same CRD the exported-policies e2e module installs), then everything rendered."""
+    namespace = f"aiadmit-intree-{uuid.uuid4().hex[:6]}"
+    certs = tmp_path / "certs"
+    run(sys.executable, "-m", "webhook", "certs", "generate", "--out", str(certs), "--service", "aiadmit",
+        "--namespace", namespace)
+    ca = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
+    apiserver.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=aiadmit-e2e", "-f",
+                      str(CHART / "crds" / "policyparams.yaml"))
+    apiserver.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/policyparams.aiadmit.dev")
+    objects = template(helm, f"inTree.mode={mode}", "namespace.create=true", "certificates.source=secret",
+                       f"certificates.caBundle={ca}", namespace=namespace)
+    if mode == "instead":  # nothing namespaced is rendered: a namespace for the dry run all the same
+        objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    assert {"ValidatingAdmissionPolicy", "PolicyParams"} <= {o["kind"] for o in objects}
     assert_dry_run_accepts(apiserver, namespace, objects)
 
 

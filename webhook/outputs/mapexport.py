@@ -66,9 +66,12 @@ def _append(base: str, pointer: str, steps: list[str], value: str) -> str:
             f"({parent}) ? [{_patch(path, f'[{value}]')}] : []")
 
 
-def _operations(mutation, named: dict, base: str, pointer: str) -> str:
-    value = vapcel.rewrite(mutation.value.compiled, named)
-    when = vapcel.rewrite(mutation.when.compiled, named) if mutation.when is not None else "true"
+def _operations(mutation, named: dict, base: str, pointer: str, fold: bool) -> str:
+    def cel(expression) -> str:  # params folded in (static), or read from the param object (outputs/vapparams.py)
+        return expression.compiled if fold else expression.source
+
+    value = vapcel.rewrite(cel(mutation.value), named)
+    when = vapcel.rewrite(cel(mutation.when), named) if mutation.when is not None else "true"
     steps = _steps(mutation.path)
     if mutation.op == "default":
         ops = _default(base, pointer, steps, value)
@@ -79,10 +82,10 @@ def _operations(mutation, named: dict, base: str, pointer: str) -> str:
     return f"(({when}) ? ({ops}) : [])"
 
 
-def expression(policy: Policy, mutation, named: dict, guard: str) -> str:
+def expression(policy: Policy, mutation, named: dict, guard: str, fold: bool = True) -> str:
     """The JSON Patch expression of one mutation over every template (and container) of the object."""
     if mutation.target == "pod":
-        per_template = _operations(mutation, named, "tpl.spec", "tpl.path")
+        per_template = _operations(mutation, named, "tpl.spec", "tpl.path", fold)
     else:
         sections = _SECTIONS.get(policy.containers)
         if sections is None:
@@ -92,7 +95,7 @@ def expression(policy: Policy, mutation, named: dict, guard: str) -> str:
         for section in sections:
             items = f"tpl.spec.{section}"
             pointer = f'tpl.path + {literal("/" + section + "/")} + string(ci)'
-            inner = _operations(mutation, named, "container", pointer)
+            inner = _operations(mutation, named, "container", pointer, fold)
             parts.append(f"(has({items}) ? lists.range(size({items})).map(ci, "
                          f"[{items}[ci]].map(container, {inner})[0]).flatten() : [])")
         per_template = " + ".join(parts)

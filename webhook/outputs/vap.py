@@ -7,7 +7,8 @@ the webhook keeps it. Decisions (docs/cli.md, "export"):
 
 - CREATE only: on an UPDATE the webhook denies only what the update newly offends (app/admission.py), which a
   VAP's `oldObject` could express only rule by rule; UPDATE stays the webhook's.
-- Params are folded into the expressions, as the engine folds them (no param object to lose or mistype).
+- Params are read through `paramRef` from a `PolicyParams` object export also writes (outputs/vapparams.py), so a
+  config change changes only that object; `--format static` folds them in (a static policy holds without etcd).
 - The namespace exclusions, the config's exact-namespace exceptions and the enforcement label (a ceiling) are
   binding selectors: one binding per action a namespace can lower the policy to.
 - A trusted controller's create of an owned object is not matched (the webhook lowers those to warnings).
@@ -28,7 +29,7 @@ from webhook.k8s.kindnames import KINDS_FILE, table_data
 from webhook.k8s.versions import KubernetesVersion
 from webhook.language.config import Config
 from webhook.language.policy import ACTION_RANK, Policy, Rule
-from webhook.outputs import mapexport, vapcel, vapvars
+from webhook.outputs import mapexport, vapcel, vapparams, vapvars
 from webhook.outputs.vapcel import NotExportable, literal
 
 GROUP = "admissionregistration.k8s.io/v1"
@@ -50,6 +51,7 @@ class Exported:
     mutating: list = field(default_factory=list)  # the MutatingAdmissionPolicy and binding (outputs/mapexport.py)
     mutations: list = field(default_factory=list)  # names of the mutations exported
     kinds_mutated: list = field(default_factory=list)
+    params: list = field(default_factory=list)  # the PolicyParams object its policies read (outputs/vapparams.py)
 
     @property
     def whole(self) -> bool:
@@ -93,7 +95,12 @@ def _containers(policy: Policy) -> str:
     raise NotExportable(f"it checks the containers of section {policy.containers!r}, which the walk does not write")
 
 
-def _message(policy: Policy, rule: Rule, named: dict) -> str:
+def _cel(expression, fold: bool) -> str:
+    """The expression's source with the params folded in (`fold`), or reading `params` (the param object)."""
+    return expression.compiled if fold else expression.source
+
+
+def _message(policy: Policy, rule: Rule, named: dict, fold: bool) -> str:
     """messageExpression of one finding, as the webhook words it: `<policy>: <message>`, whitespace collapsed."""
     pieces = [literal(policy.id + ": ")]
     for part in rule.message.parts:
@@ -102,7 +109,7 @@ def _message(policy: Policy, rule: Rule, named: dict) -> str:
             if text:
                 pieces.append(literal(text))
             continue
-        source = vapcel.rewrite(part.compiled, named)
+        source = vapcel.rewrite(_cel(part, fold), named)
         kind = part.type
         if kind == "string":
             pieces.append(f"({source})")
@@ -117,8 +124,8 @@ def _message(policy: Policy, rule: Rule, named: dict) -> str:
     return " + ".join(pieces)
 
 
-def _validation(policy: Policy, rule: Rule, named: dict, version: KubernetesVersion) -> dict:
-    found = _validation_of(policy, rule, named)
+def _validation(policy: Policy, rule: Rule, named: dict, version: KubernetesVersion, fold: bool) -> dict:
+    found = _validation_of(policy, rule, named, fold)
     for key in ("expression", "messageExpression"):
         refused = refusal(found[key], version)
         if refused is not None:
@@ -126,7 +133,7 @@ def _validation(policy: Policy, rule: Rule, named: dict, version: KubernetesVers
     return found
 
 
-def _validation_of(policy: Policy, rule: Rule, named: dict) -> dict:
+def _validation_of(policy: Policy, rule: Rule, named: dict, fold: bool) -> dict:
     if rule.schema is not None:
         raise NotExportable("it is a JSON Schema rule (an aiadmit extension)")
     if rule.requires:
@@ -134,11 +141,11 @@ def _validation_of(policy: Policy, rule: Rule, named: dict) -> dict:
     extra = set(rule.classes) - _EXPORTABLE_CLASSES
     if extra:
         raise NotExportable(f"it applies by aiadmit's classification ({', '.join(sorted(extra))})")
-    when = vapcel.rewrite(rule.when.compiled, named) if rule.when is not None else "true"
-    check = vapcel.rewrite(rule.expression.compiled, named)
+    when = vapcel.rewrite(_cel(rule.when, fold), named) if rule.when is not None else "true"
+    check = vapcel.rewrite(_cel(rule.expression, fold), named)
     holds = f"!({when}) || ({check})"
     failing = f"({when}) && !({check})"
-    message = _message(policy, rule, named)
+    message = _message(policy, rule, named, fold)
     static = " ".join(("".join(p if isinstance(p, str) else "…" for p in rule.message.parts)).split())
     if rule.target == "object":
         expression, message_expression = holds, message
@@ -177,7 +184,7 @@ def _export_mutations(policy: Policy, config: Config, version: KubernetesVersion
     done = []
     for mutation in policy.mutations:
         try:
-            source = mapexport.expression(policy, mutation, named, guard)
+            source = mapexport.expression(policy, mutation, named, guard, fold=name.endswith(STATIC_SUFFIX))
             refused = refusal(source, version)
             if refused is not None:
                 raise NotExportable(f"a Kubernetes {version} API server refuses it: {refused[0]}")
@@ -196,6 +203,8 @@ def _export_mutations(policy: Policy, config: Config, version: KubernetesVersion
     result.kinds_mutated = [(k, g) for k, g, _ in walks]
     result.mutating = mapexport.policy_objects(policy, done, name, resource_rules,
                                                vapvars.object_variables(walks, config), selectors, version.name)
+    if vapparams.reads_params(*(source for _, source in done)):
+        _read_params(policy, result, result.mutating[0]["spec"], result.mutating[1:])
     return None
 
 
@@ -260,7 +269,7 @@ def export_policy(policy: Policy, config: Config, version: KubernetesVersion, st
     if not _NAME.match(policy.id):
         result.left.append(("*", "its id is not a Kubernetes object name"))
         return result
-    named = {name: expression.compiled for name, expression in policy.named.items()}
+    named = {name: _cel(expression, static) for name, expression in policy.named.items()}
     name, end = f"aiadmit-{policy.id}", STATIC_SUFFIX if static else ""
     validations, reads = [], set()
     for rule in policy.rules:
@@ -272,7 +281,7 @@ def export_policy(policy: Policy, config: Config, version: KubernetesVersion, st
     for rule in policy.rules:
         own = rule.action if rule.action and ACTION_RANK[rule.action] < ACTION_RANK[action] else action
         try:
-            validation = _validation(policy, rule, named, version)
+            validation = _validation(policy, rule, named, version, static)
         except NotExportable as exc:
             result.left.append((rule.name, str(exc)))
             continue
@@ -310,6 +319,8 @@ def export_policy(policy: Policy, config: Config, version: KubernetesVersion, st
                 "validations": by_action[each][0]}
         if conditions:
             spec["matchConditions"] = conditions
+        if vapparams.reads_params(*(v[k] for v in by_action[each][0] for k in ("expression", "messageExpression"))):
+            _read_params(policy, result, spec, bindings[each])
         result.objects += [{"apiVersion": GROUP, "kind": "ValidatingAdmissionPolicy",
                             "metadata": {"name": _policy_name(name, action, each) + end,
                                          "labels": {"app.kubernetes.io/managed-by": "aiadmit"},
@@ -318,6 +329,15 @@ def export_policy(policy: Policy, config: Config, version: KubernetesVersion, st
                                                          "aiadmit.dev/kubernetes-version": version.name}},
                             "spec": spec}] + bindings[each]
     return result
+
+
+def _read_params(policy: Policy, result: Exported, spec: dict, bindings: list) -> None:
+    """`spec` (a VAP's or MAP's) reads the policy's PolicyParams object, its `bindings` name it (vapparams.py)."""
+    spec["paramKind"] = dict(vapparams.PARAM_KIND)
+    for binding in bindings:
+        binding["spec"]["paramRef"] = vapparams.binding_ref(policy.id)
+    if not result.params:
+        result.params = [vapparams.param_object(policy)]
 
 
 def _policy_name(name: str, action: str, each: str) -> str:

@@ -65,7 +65,7 @@ def _variable_sources(named: Mapping[str, object]) -> dict[str, str]:
 
 
 def rewrite(source: str, named: Mapping[str, str], depth: int = 0) -> str:
-    """`source` (params already folded in) in the API server's names; NotExportable with the reason otherwise.
+    """`source` in the API server's names (`params.X` read from the param object's `spec`); NotExportable with the reason otherwise.
 
     `named`: the policy's variables, name -> source, each written into the expression in parentheses."""
     if depth > 16:
@@ -104,6 +104,8 @@ def rewrite(source: str, named: Mapping[str, str], depth: int = 0) -> str:
                 raise NotExportable(f"it reads {_WORKLOAD_WHY[field]}")
             replacement = _WORKLOAD[field]
             end_index = index + 3
+        elif value == "params":  # the PolicyParams object's (outputs/vapparams.py); none left where folded
+            replacement = "params.spec"
         elif value in _NOT_BOUND:
             raise NotExportable(_NOT_BOUND[value])
         elif value in _WALKED:

@@ -54,6 +54,9 @@ and their default actions are read from the bundle the chart carries (files/poli
 {{- end -}}
 {{- $_ := set $config "policies" $policies -}}
 {{- end -}}
+{{- if eq .Values.inTree.mode "beside" -}}
+{{- $_ := set $config "inTree" (dict "skipExported" true) -}}
+{{- end -}}
 {{ toYaml $config }}
 {{- end -}}
 

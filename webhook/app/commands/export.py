@@ -14,6 +14,7 @@ import yaml
 
 from webhook.app.commands import add_engine_options, load_engine
 from webhook.k8s.versions import REFERENCE, version
+from webhook.outputs import vapparams
 from webhook.outputs.vap import export
 
 
@@ -66,12 +67,18 @@ def run(args) -> int:
     for line in report(results):
         print(line, file=sys.stderr)
     written = [r for r in results if r.objects or r.mutating]
+    # the params' kind, typed from the policies that read a PolicyParams object (none with --format static)
+    crds = [vapparams.crd([r.policy for r in written if r.params])] if any(r.params for r in written) else []
     if args.out:
         # static: the API server reads each admission plugin's objects from its own directory
         folders = {"objects": os.path.join(args.out, "validating-policies") if static else args.out,
                    "mutating": os.path.join(args.out, "mutating-policies") if static else args.out}
+        if crds:  # its own folder: apply it first (`kubectl apply -f DIR/crds`), its objects need it established
+            os.makedirs(os.path.join(args.out, "crds"), exist_ok=True)
+            with open(os.path.join(args.out, "crds", "policyparams.yaml"), "w", encoding="utf-8") as handle:
+                handle.write(_dump(crds))
         for result in written:
-            parts = [("objects", result.objects), ("mutating", result.mutating)]
+            parts = [("objects", result.params + result.objects), ("mutating", result.mutating)]
             by_folder: dict = {}
             for what, objects in parts:
                 if objects:
@@ -81,7 +88,7 @@ def run(args) -> int:
                 with open(os.path.join(folder, f"{result.policy.id}.yaml"), "w", encoding="utf-8") as handle:
                     handle.write(_dump(objects))
     elif not args.check:
-        sys.stdout.write(_dump([o for r in written for o in r.objects + r.mutating]))
+        sys.stdout.write(_dump(crds + [o for r in written for o in r.params + r.objects + r.mutating]))
     if args.check:
         broken = [r.policy.id for r in results if r.policy.document.get("portable") is True and not r.whole]
         if broken:
