@@ -644,8 +644,8 @@ def test_dra_claims_that_break_a_rule_are_denied_and_good_ones_created(apiserver
     """Issue 22: ResourceClaims and ResourceClaimTemplates are admission targets (manifests/base's rules). In an
     untrusted tenant namespace a template asking for admin access, and a claim whose driver config time-slices its
     GPU, are denied by dra-claims with its messages; a template of one whole GPU per pod and a claim without a
-    sharing config are stored. The namespace carries resource.kubernetes.io/admin-access: without it the API server
-    itself refuses admin access (DRAAdminAccess), before any validating webhook sees the claim."""
+    sharing config are stored. The namespace carries resource.kubernetes.io/admin-access, the label Kubernetes
+    requires of a namespace for admin access (DRAAdminAccess), so that the denial tested is aiadmit's."""
     namespace = create_namespace(apiserver, "dra", {"aiadmit.dev/tier": "untrusted",
                                                     "resource.kubernetes.io/admin-access": "true"})
     resources = client.ResourceV1Api(apiserver.api_client)
