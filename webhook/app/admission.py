@@ -177,7 +177,7 @@ def mutate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None,
             request.get("oldObject"), dict) or not _templates_changed(engine, request, deadline)):
         return allow(request, "allowed")
     skip = mutated_in_tree(engine, resource.kind, resource.group, request.get("operation"))
-    mutation = engine.mutate(resource, facts, deadline, skip)
+    mutation = engine.mutate(resource, facts, deadline, skip, in_tree=False)
     problems = list(mutation.errors)
     warnings = [f"aiadmit: mutation not applied: {e}" for e in mutation.errors]
     if not mutation.operations:
