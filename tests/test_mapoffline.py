@@ -98,8 +98,8 @@ def test_message_construction_parses_checks_and_runs():
 
 
 @pytest.mark.parametrize("source, error", [
-    ('[JSONPatch{op: "add", path: "/a", foo: 1}]', "undefined field 'foo'"),
-    ('[JSONPatch{op: 1, path: "/a"}]', "expected type of field 'op' is string, but provided type is int"),
+    ('[JSONPatch{op: "add", path: "/a", foo: 1}]', "expected type of field 'foo' is '' but provided type is 'int'"),
+    ('[JSONPatch{op: 1, path: "/a"}]', "expected type of field 'op' is 'string' but provided type is 'int'"),
     ('[JSONPatch{op: "add", op: "remove"}]', "field 'op' is set twice"),
     ('[x.y{a: 1}]', "undeclared reference to 'x.y'"),
     ('[f(){a: 1}]', "a message is constructed from a type name"),
@@ -334,17 +334,33 @@ def test_policy_test_asserts_the_patch(tmp_path):
     ("- {patchType: Merge, jsonPatch: {expression: '[]'}}", "", "patchType must be JSONPatch or ApplyConfiguration"),
     ("- {patchType: JSONPatch, applyConfiguration: {expression: 'Object{}'}}", "",
      "jsonPatch is required when patchType is JSONPatch"),
-    (_jsonpatch('"x"'), "", "must evaluate to list(JSONPatch), not string"),
-    (_apply('[JSONPatch{op: "add", path: "/x"}]'), "", "must evaluate to Object, not list(JSONPatch)"),
-    (_apply('Object.spec{}'), "", "must evaluate to Object, not Object.spec"),
-    (_jsonpatch('[JSONPatch{op: "add", path: "/x", foo: 1}]'), "", "undefined field 'foo'"),
+    # the API server's answers (kube-apiserver v1.37.2, a create of each): a JSONPatch mutation must give exactly a
+    # list(JSONPatch), an ApplyConfiguration exactly an Object
+    (_jsonpatch('"x"'), "", "must evaluate to list(JSONPatch) but got string"),
+    (_jsonpatch('[]'), "", "must evaluate to list(JSONPatch) but got list(dyn)"),
+    (_jsonpatch('dyn([])'), "", "must evaluate to list(JSONPatch) but got dyn"),
+    (_jsonpatch('[1]'), "", "must evaluate to list(JSONPatch) but got list(int)"),
+    (_apply('[JSONPatch{op: "add", path: "/x"}]'), "", "must evaluate to Object but got list(JSONPatch)"),
+    (_apply('{"data": {"a": "b"}}'), "", "must evaluate to Object but got map(string, map(string, string))"),
+    (_apply('Object.spec{}'), "", "must evaluate to Object but got Object.spec"),
+    (_jsonpatch('[JSONPatch{op: "add", path: "/x", value: "1", foo: "2"}]'), "",
+     ":12:78: spec.mutations[0].jsonPatch.expression: compilation failed: expected type of field 'foo' is '' but "
+     "provided type is 'string'"),
+    (_jsonpatch('[JSONPatch{op: "add", path: jsonpatch.escapeKey(1)}]'), "", "no matching overload"),
+    ("- {patchType: JSONPatch, jsonPatch: {expression: '[JSONPatch{op: \"add\"}]'}, validations: []}", "",
+     "strict decoding error: unknown field 'validations'"),
     (_jsonpatch('[JSONPatch{op: "add", path: params.x}]'), "", "undeclared reference to 'params'"),
-    (_jsonpatch('[]'), "reinvocationPolicy: Sometimes", "reinvocationPolicy must be Never or IfNeeded"),
+    (_jsonpatch('[JSONPatch{op: "add", path: "/x"}]'), "reinvocationPolicy: Sometimes",
+     "reinvocationPolicy must be Never or IfNeeded"),
     (_jsonpatch('variables.v'), "variables:\n- {name: v, expression: '[JSONPatch{op: \"add\"}]'}",
      "undeclared reference to 'JSONPatch'"),
+    (_jsonpatch('variables.v'), "variables:\n- {name: v, expression: '1'}", "must evaluate to list(JSONPatch) but got"),
+    (_jsonpatch('[JSONPatch{op: "add", path: "/x"}]'), "", "unsupported value 'DELETE'"),
 ])
 def test_bad_policies_do_not_load_and_say_where(tmp_path, mutations, extra, expected):
     text = _map(mutations, extra)
+    if "DELETE" in expected:
+        text = text.replace("operations: [CREATE]", "operations: [CREATE, DELETE]")
     if "reinvocationPolicy: Sometimes" in extra:
         text = text.replace("  reinvocationPolicy: Never\n", "")
     with pytest.raises(PolicyLoadError) as raised:
@@ -353,9 +369,15 @@ def test_bad_policies_do_not_load_and_say_where(tmp_path, mutations, extra, expe
     assert str(tmp_path / "map.yaml") + ":" in str(raised.value)
 
 
+@pytest.mark.parametrize("expression", ['true ? [JSONPatch{op: "add", path: "/x", value: 1}] : []',
+                                        '[JSONPatch{op: "add", path: "/x", value: Object.data{x: "1"}.x}]'])
+def test_what_the_api_server_accepts_loads(tmp_path, expression):
+    assert _engine(tmp_path, _map(_jsonpatch(expression)), _binding()).intree.mutating
+
+
 def test_a_binding_to_no_policy_and_validation_actions_do_not_load(tmp_path):
     with pytest.raises(PolicyLoadError) as raised:
         _engine(tmp_path, _map(_jsonpatch("[]")), _binding(policy="other"),
                 _binding(name="c", extra="validationActions: [Deny]"))
     assert "no MutatingAdmissionPolicy named 'other' is given" in str(raised.value)
-    assert "unknown field 'validationActions'" in str(raised.value)
+    assert "strict decoding error: unknown field 'validationActions'" in str(raised.value)

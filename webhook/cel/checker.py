@@ -230,8 +230,8 @@ class Checker:
         if strict.unify(a, b) is None:
             raise self.fail(node, f"no matching overload for '?:' applied to (bool, {show(a)}, {show(b)})")
         if a is SURE_DYN or b is SURE_DYN:  # cel-go joins dyn and any type to dyn
-            return SURE_DYN
-        return a if show(a) == show(b) else DYN
+            return SURE_DYN  # in a MAP's mutation, an empty literal's element type is the other branch's
+        return a if show(a) == show(b) else messages.join(self, node, a, b)
 
     def _homogeneous(self, nodes: list, kinds: list) -> None:
         if self.kubernetes and not self.exempt and (found := strict.mismatch(kinds)):
@@ -272,7 +272,7 @@ class Checker:
         one = lambda found: next(iter(found.values())) if len(found) == 1 else DYN  # noqa: E731
         return ("map", one(keys), one(values))
 
-    def _struct(self, node: tuple, scope: Mapping) -> Any:  # `JSONPatch{...}`, `Object{...}`: a MAP's only
+    def _struct(self, node: tuple, scope: Mapping) -> Any:  # `JSONPatch{...}`, `Object{...}`: a MAP's
         return messages.check(self, node, scope, Struct)
 
     def _binary(self, node: tuple, scope: Mapping) -> Any:

@@ -25,6 +25,13 @@ _STRING_FIELDS = ("op", "path", "from")
 JSONPATCH_FIELDS = {"op": "string", "path": "string", "from": "string", "value": DYN}
 
 
+def type_text(kind: Any) -> str:
+    """A checker type as cel-go writes it: list(int), map(string, dyn), Object.spec."""
+    if isinstance(kind, tuple):
+        return f"{kind[0]}({', '.join(type_text(k) for k in kind[1:])})"
+    return str(kind)
+
+
 def is_object_type(name: str) -> bool:
     return name == OBJECT or name.startswith(OBJECT + ".")
 
@@ -43,13 +50,23 @@ def check(checker: Any, node: tuple, scope: Any, Struct: type) -> Any:  # noqa: 
                                  f"MutatingAdmissionPolicy's mutations (JSONPatch, Object)")
     for field, value, optional in fields:
         found = checker.check(value, scope)
-        if field not in kind.fields and not kind.open:
-            raise checker.fail(value, f"undefined field {field!r} (the fields of {name}: "
-                                      f"{', '.join(sorted(kind.fields))})")
-        want = "optional" if optional else kind.fields.get(field, DYN)
-        if want != DYN and found not in (DYN, want):
-            raise checker.fail(value, f"expected type of field {field!r} is {want}, but provided type is {found}")
+        want = "optional" if optional else kind.fields.get(field, DYN if kind.open else "")
+        if want != DYN and found not in (DYN, want):  # cel-go's words; an unknown field's type is ''
+            raise checker.fail(value, f"expected type of field {field!r} is '{want}' but provided type is "
+                                      f"'{type_text(found)}'")
     return kind
+
+
+def join(checker: Any, node: tuple, a: Any, b: Any) -> Any:
+    """The type of `c ? a : b` whose branches differ: dyn, except in a mutation, where cel-go's free element type
+    of an empty literal takes the other branch's (`c ? [JSONPatch{...}] : []` is a list(JSONPatch), as the API
+    server accepts it; aiadmit's policies keep the checker's dyn)."""
+    if MESSAGES in checker.declarations:
+        if node[2][0] in ("list", "map") and node[2][1] == ():
+            return b
+        if node[3][0] in ("list", "map") and node[3][1] == ():
+            return a
+    return DYN
 
 
 class Message(dict):

@@ -15,7 +15,7 @@ from typing import Optional
 
 from webhook.cel.checker import DYN, Struct
 from webhook.cel.cost import Limits
-from webhook.cel.messages import JSONPATCH, MESSAGES, OBJECT
+from webhook.cel.messages import JSONPATCH, MESSAGES, OBJECT, type_text as show
 from webhook.language import vapload
 from webhook.language.vapload import Check, _check, _list, _map, _name, _Problems, _rules
 from webhook.model.resource import Resource
@@ -24,6 +24,18 @@ POLICY, BINDING = "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"
 KINDS = (POLICY, BINDING)
 PATCH_TYPES = {"JSONPatch": "jsonPatch", "ApplyConfiguration": "applyConfiguration"}
 REINVOCATION = ("Never", "IfNeeded")
+OPERATIONS = ("*", "CREATE", "UPDATE", "CONNECT")  # a MAP never sees a DELETE: the API server refuses the rule
+_FIELDS = {"spec": ("paramKind", "matchConstraints", "variables", "mutations", "failurePolicy", "matchConditions",
+                    "reinvocationPolicy"),
+           "mutation": ("patchType", "jsonPatch", "applyConfiguration"),
+           "binding": ("policyName", "paramRef", "matchResources")}
+
+
+def _unknown(resource: Resource, at: str, value: dict, known: str, problems: _Problems, kind: str) -> None:
+    """A field the type does not have: the API server's strict decoding refuses the object."""
+    for name in value:
+        if name not in _FIELDS[known]:
+            problems.add(resource, f"{at}/{name}", f"strict decoding error: unknown field {name!r} in a {kind}")
 
 
 @dataclass
@@ -56,23 +68,15 @@ class MutatingBinding:
 
 
 def _result(kind, patch_type: str) -> Optional[str]:
-    """What is wrong with a mutation expression's type, as the API server's compiler says it; None if fine."""
-    if kind == DYN:
-        return None
+    """What is wrong with a mutation expression's type, in the API server's words; None if fine. Exactly
+    list(JSONPatch) or Object: a dyn, a list(dyn) (`[]`) and an Object.spec are refused, as it refuses them."""
     if patch_type == "JSONPatch":
-        if isinstance(kind, tuple) and kind[0] == "list" and (kind[1] == DYN or getattr(kind[1], "name", None)
-                                                              == JSONPATCH):
+        if isinstance(kind, tuple) and kind[0] == "list" and getattr(kind[1], "name", None) == JSONPATCH:
             return None
-        return f"must evaluate to list(JSONPatch), not {_show(kind)}"
+        return f"must evaluate to list(JSONPatch) but got {show(kind)}"
     if isinstance(kind, Struct) and kind.name == OBJECT:
         return None
-    return f"must evaluate to Object, not {_show(kind)}"
-
-
-def _show(kind) -> str:
-    if isinstance(kind, tuple):
-        return f"{kind[0]}({', '.join(_show(k) for k in kind[1:])})"
-    return str(kind)
+    return f"must evaluate to Object but got {show(kind)}"
 
 
 def read(resources: list, found, problems: _Problems, limits: Optional[Limits]) -> None:
@@ -107,9 +111,11 @@ def _policy(resource: Resource, problems: _Problems, limits: Optional[Limits]) -
         problems.add(resource, "/spec/reinvocationPolicy" if "reinvocationPolicy" in spec else "/spec",
                      "reinvocationPolicy must be Never or IfNeeded" if reinvocation is not None
                      else "reinvocationPolicy is required (Never or IfNeeded)")
+    _unknown(resource, "/spec", spec, "spec", problems, POLICY)
     match = _map(resource, "/spec/matchConstraints", spec.get("matchConstraints"), problems, required=True)
     if isinstance(spec.get("matchConstraints"), dict):
         _rules(resource, "/spec/matchConstraints", match, problems, required=True)
+        _operations(resource, "/spec/matchConstraints", match, problems)
         if match.get("matchPolicy", "Equivalent") not in ("Exact", "Equivalent"):
             problems.add(resource, "/spec/matchConstraints/matchPolicy", "must be Exact or Equivalent")
     param_kind = _map(resource, "/spec/paramKind", spec.get("paramKind"), problems) or None
@@ -156,6 +162,7 @@ def _policy(resource: Resource, problems: _Problems, limits: Optional[Limits]) -
 def _mutation(resource: Resource, at: str, item, index: int, declarations: dict, problems: _Problems,
               limits: Optional[Limits]) -> Optional[Mutation]:
     item = _map(resource, at, item, problems, required=True)
+    _unknown(resource, at, item, "mutation", problems, POLICY)
     patch_type = item.get("patchType")
     if patch_type not in PATCH_TYPES:
         problems.add(resource, f"{at}/patchType" if "patchType" in item else at,
@@ -183,6 +190,15 @@ def _mutation(resource: Resource, at: str, item, index: int, declarations: dict,
     return Mutation(patch_type, check, index)
 
 
+def _operations(resource: Resource, at: str, match: dict, problems: _Problems) -> None:
+    for field in ("resourceRules", "excludeResourceRules"):
+        for index, rule in enumerate(match.get(field) or []):
+            for position, operation in enumerate((rule.get("operations") or []) if isinstance(rule, dict) else []):
+                if operation not in OPERATIONS:
+                    problems.add(resource, f"{at}/{field}/{index}/operations/{position}",
+                                 f"unsupported value {operation!r}: supported values: {', '.join(OPERATIONS)}")
+
+
 def _binding(resource: Resource, problems: _Problems) -> Optional[MutatingBinding]:
     name = _name(resource, problems)
     spec = _map(resource, "/spec", resource.obj.get("spec"), problems, required=True)
@@ -190,9 +206,7 @@ def _binding(resource: Resource, problems: _Problems) -> Optional[MutatingBindin
     if not isinstance(policy, str) or not policy:
         problems.add(resource, "/spec/policyName" if spec else "/spec", "policyName is required")
         return None
-    for extra in ("validationActions",):
-        if extra in spec:
-            problems.add(resource, f"/spec/{extra}", f"unknown field {extra!r} in a {BINDING}")
+    _unknown(resource, "/spec", spec, "binding", problems, BINDING)
     ref = _map(resource, "/spec/paramRef", spec.get("paramRef"), problems) or None
     if ref is not None:
         if ref.get("parameterNotFoundAction") not in ("Allow", "Deny"):
@@ -202,6 +216,7 @@ def _binding(resource: Resource, problems: _Problems) -> Optional[MutatingBindin
     match = _map(resource, "/spec/matchResources", spec.get("matchResources"), problems) or None
     if match is not None:
         _rules(resource, "/spec/matchResources", match, problems, required=False)
+        _operations(resource, "/spec/matchResources", match, problems)
     if name is None:
         return None
     return MutatingBinding(name, resource, policy, match, ref)
