@@ -176,7 +176,9 @@ class Engine:
             evaluation.policies += tuple(name for name in matched if name not in evaluation.policies)
         if self.intree.mutating_bindings and isinstance(resource.obj, dict):  # MAPs (engine/mapeval.py)
             outcome = mapeval.mutate(self.intree, resource, facts or NoFacts(), deadline)
-            steps = {(p, b): mapreport.changes(before, after) for p, b, before, after in outcome.steps}
+            steps: dict = {}
+            for p, b, before, after in outcome.steps:  # a reinvoked policy's steps add up
+                steps.setdefault((p, b), []).extend(mapreport.changes(before, after))
             evaluation.findings += mapreport.findings(outcome, steps, resource)
             evaluation.evaluated = evaluation.evaluated or bool(outcome.matched)
             evaluation.policies += tuple(name for name in outcome.matched if name not in evaluation.policies)

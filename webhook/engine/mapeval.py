@@ -9,7 +9,8 @@ gopkg.in/evanphx/json-patch.v4 applies it (model/rfc6902.py): a failing `test` l
 an error; an ApplyConfiguration is merged as server-side apply merges (k8s/applymerge.py). An error (an expression,
 a patch that does not apply, a type mismatch) is decided by the policy's failurePolicy: Fail denies the request with
 the API server's message (`policy 'P' with binding 'B' denied request: ...`), Ignore leaves that mutation out.
-reinvocationPolicy IfNeeded: when a later policy changed the object, the earlier IfNeeded ones run once more.
+reinvocationPolicy IfNeeded: once any mutation was applied, every IfNeeded policy that reached its mutations runs
+once more, in order, after all of them (the API server's reinvocation: one more pass, only those).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class Outcome:
 
     patched: Any
     steps: list = field(default_factory=list)  # (policy, binding, before, after): each invocation that changed it
-    denied: list = field(default_factory=list)  # (policy, binding, message): failurePolicy Fail
+    denied: list = field(default_factory=list)  # (policy, binding, the API server's whole message)
     skipped: list = field(default_factory=list)  # (policy, binding, reason): not decidable offline
     matched: list = field(default_factory=list)  # policy names a binding matched
 
@@ -81,26 +82,30 @@ def mutate(intree, resource: Resource, facts: ClusterFacts, deadline: Optional[f
         if params is None:
             if binding.param_ref is not None and binding.param_ref.get("parameterNotFoundAction") == "Allow":
                 continue
-            outcome.denied.append((policy.name, binding.name, "failed to configure binding: no params found for "
-                                   "policy binding with `Deny` parameterNotFoundAction"))
+            outcome.denied.append((policy.name, binding.name, denial(
+                policy.name, binding.name, "failed to configure binding: no params found for policy binding with "
+                "`Deny` parameterNotFoundAction")))
             continue
         invocations += [(policy, binding, param) for param in params]
     namespace = _namespace_object(resource, facts)
-    invoked = []
+    again, dirty = [], False
     for policy, binding, param in invocations:
         check_deadline(deadline)
-        if _invoke(policy, binding, param, resource, namespace, outcome, redefault) and invoked:
-            # a later policy changed the object: the earlier IfNeeded ones are reinvoked, once
-            for earlier in [i for i in invoked if i[0].reinvocation == "IfNeeded"]:
-                _invoke(*earlier, resource, namespace, outcome, redefault)
-            invoked = []
-        invoked.append((policy, binding, param))
+        reached, patched = _invoke(policy, binding, param, resource, namespace, outcome, redefault)
+        dirty = dirty or patched
+        if reached and policy.reinvocation == "IfNeeded":
+            again.append((policy, binding, param))
+    if dirty:  # a mutation was applied: the API server reinvokes the IfNeeded policies once, in order
+        for policy, binding, param in again:
+            check_deadline(deadline)
+            _invoke(policy, binding, param, resource, namespace, outcome, redefault)
     return outcome
 
 
 def _invoke(policy, binding, param, resource: Resource, namespace: Optional[dict], outcome: Outcome,
-            redefault: bool = True) -> bool:
-    """One policy, one binding, one param on the current object: True when it changed it."""
+            redefault: bool = True) -> tuple[bool, bool]:
+    """One policy, one binding, one param on the current object: (whether its matchConditions let it reach its
+    mutations, whether one was applied: the API server's `Dirty`, which asks for the reinvocation)."""
     before = outcome.patched
     context = Activation(object=before, oldObject=resource.origin.old_object, request=_request(resource),
                          params=param, namespaceObject=namespace, authorizer=None)
@@ -109,14 +114,15 @@ def _invoke(policy, binding, param, resource: Resource, namespace: Optional[dict
     for name, check in policy.conditions:
         if check.offline is not None:
             outcome.skipped.append((policy.name, binding.name, f"skipped: matchConditions[{name}] {check.offline}"))
-            return False
+            return False, False
         try:
             value = check.expression.run(context)
         except Exception as exc:  # noqa: BLE001 - an expression error is the failurePolicy's to decide
             _failed(policy, binding, f"expression '{check.source}' resulted in error: {exc}", outcome)
-            return False
+            return False, False
         if value is not True:
-            return False
+            return False, False
+    applied = False
     for mutation in policy.mutations:
         if mutation.check.offline is not None:
             outcome.skipped.append((policy.name, binding.name,
@@ -130,11 +136,16 @@ def _invoke(policy, binding, param, resource: Resource, namespace: Optional[dict
         except _Failure as exc:
             _failed(policy, binding, str(exc), outcome)
             continue
+        unknown = applymerge.undeclared(patched, applymerge.root_type(resource.api_version, resource.kind))
+        if unknown:  # the patched object does not decode into its type: an internal error, whatever failurePolicy
+            outcome.denied.append((policy.name, binding.name, f"Internal error occurred: strict decoding error: "
+                                   f"unknown field \"{unknown[0][1:]}\""))
+            return True, applied
         outcome.patched = defaulted(patched, resource.group, resource.kind) if redefault else patched
-    changed = outcome.patched != before
-    if changed:
+        applied = True
+    if outcome.patched != before:
         outcome.steps.append((policy.name, binding.name, before, outcome.patched))
-    return changed
+    return True, applied
 
 
 class _Failure(Exception):
@@ -189,7 +200,7 @@ def _apply(mutation, context: Activation, current: Any, resource: Resource) -> A
 def _failed(policy, binding, message: str, outcome: Outcome) -> None:
     if policy.failure_policy == "Ignore":
         return
-    outcome.denied.append((policy.name, binding.name, message))
+    outcome.denied.append((policy.name, binding.name, denial(policy.name, binding.name, message)))
 
 
 def denial(policy: str, binding: str, message: str) -> str:

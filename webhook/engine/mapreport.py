@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.engine.mapeval import Outcome, denial
+from webhook.engine.mapeval import Outcome
 from webhook.model import pointer as jp
 from webhook.model.findings import Finding
 from webhook.model.resource import Resource
@@ -55,7 +55,7 @@ def findings(outcome: Outcome, steps: dict, resource: Resource) -> list[Finding]
     out = []
     for policy, binding, message in outcome.denied:
         out.append(Finding(policy=policy, rule=f"{binding}/mutations", action="deny", result="fail",
-                           message=denial(policy, binding, message), resource=resource, pointer=""))
+                           message=message, resource=resource, pointer=""))
     for policy, binding, reason in outcome.skipped:
         out.append(Finding(policy=policy, rule=f"{binding}/mutations", action="audit", result="skip",
                            message=f"MutatingAdmissionPolicy '{policy}' with binding '{binding}' {reason}",

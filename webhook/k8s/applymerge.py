@@ -113,6 +113,26 @@ def atomics(value: Any, shape: Any, path: str = "") -> list[str]:
     return found
 
 
+def undeclared(value: Any, shape: Any, path: str = "") -> list[str]:
+    """The fields of `value` the schema does not declare, as structured-merge-diff names them (`.spec.foo`);
+    nothing under an untyped shape (a CRD's, or what a map holds)."""
+    found = []
+    fields = _fields(shape)
+    if isinstance(value, dict) and fields is not None:
+        for key, item in value.items():
+            if key not in fields:
+                found.append(f"{path}.{key}")
+            else:
+                found += undeclared(item, fields[key], f"{path}.{key}")
+    elif isinstance(value, dict) and isinstance(shape, list) and shape[0] == "map":
+        for key, item in value.items():
+            found += undeclared(item, shape[2], f"{path}.{key}")
+    elif isinstance(value, list) and isinstance(shape, list) and shape[0] == "list":
+        for index, item in enumerate(value):
+            found += undeclared(item, shape[3], f"{path}[{index}]")
+    return found
+
+
 def _merge(live: Any, config: Any, shape: Any) -> Any:
     if config is None:
         return None
@@ -190,6 +210,10 @@ def apply(live: Any, configuration: dict, api_version: str, kind: str) -> Any:
     if config["apiVersion"] != api_version or config["kind"] != kind:
         raise MergeError(f"error applying patch: patch ({config['apiVersion']}, Kind={config['kind']}) and "
                          f"original object ({api_version}, Kind={kind}) are not of the same gvk")
+    unknown = undeclared(config, shape)
+    if unknown:
+        raise MergeError(f"error applying patch: failed to convert patch object to typed object: {unknown[0]}: "
+                         f"field not declared in schema")
     found = atomics(config, shape)
     if found:
         raise MergeError(f"error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or "
