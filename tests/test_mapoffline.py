@@ -382,3 +382,35 @@ def test_a_binding_to_no_policy_and_validation_actions_do_not_load(tmp_path):
                 _binding(name="c", extra="validationActions: [Deny]"))
     assert "no MutatingAdmissionPolicy named 'other' is given" in str(raised.value)
     assert "strict decoding error: unknown field 'validationActions'" in str(raised.value)
+
+
+def test_the_webhook_leaves_maps_to_the_api_server(tmp_path):
+    """A webhook started with MAPs among its --policies neither denies by them nor patches by them: the API server
+    runs a cluster's MAPs itself, before the webhooks."""
+    import yaml
+
+    from serverproc import make_review
+    from webhook.app import admission
+    from webhook.inputs import review as reviews
+
+    engine = _engine(tmp_path, _map(_jsonpatch('[JSONPatch{op: "replace", path: "/spec/missing", value: 1}]')),
+                     _binding(), _map(_jsonpatch(SIDECAR), name="q.example.com"), _binding("q.example.com", "c"))
+    review = reviews.parse(json.dumps(make_review(yaml.safe_load(POD))).encode())
+    assert admission.validate(engine, review).outcome == "allowed"
+    assert "patch" not in admission.mutate(engine, reviews.parse(json.dumps(make_review(
+        yaml.safe_load(POD))).encode())).response
+    assert {f.action for f in engine.evaluate(Resource(yaml.safe_load(POD))).findings} == {"deny", "audit"}
+
+
+def test_maps_stop_at_the_deadline_too(tmp_path):
+    import time
+
+    from webhook.engine.deadline import BudgetExceeded
+
+    import yaml
+
+    engine = _engine(tmp_path, _map(_jsonpatch(SIDECAR)), _binding())
+    resource = Resource(yaml.safe_load(POD))
+    assert mapeval.mutate(engine.intree, resource, NoFacts(), deadline=time.monotonic() + 60).steps
+    with pytest.raises(BudgetExceeded):
+        mapeval.mutate(engine.intree, resource, NoFacts(), deadline=time.monotonic() - 1)

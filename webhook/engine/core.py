@@ -165,7 +165,7 @@ class Engine:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, resource: Resource, facts: Optional[ClusterFacts] = None,
-                 deadline: Optional[float] = None) -> Evaluation:
+                 deadline: Optional[float] = None, in_tree: bool = True) -> Evaluation:
         """Findings of every matching policy. `deadline` (time.monotonic()) raises BudgetExceeded between rules
         runs, inside the walk over templates and containers."""
         evaluation = self._evaluate(resource, facts, deadline)
@@ -174,7 +174,7 @@ class Engine:
             evaluation.findings += found
             evaluation.evaluated = evaluation.evaluated or bool(matched)
             evaluation.policies += tuple(name for name in matched if name not in evaluation.policies)
-        if self.intree.mutating_bindings and isinstance(resource.obj, dict):  # MAPs (engine/mapeval.py)
+        if in_tree and self.intree.mutating_bindings and isinstance(resource.obj, dict):  # MAPs (mapeval.py)
             outcome = mapeval.mutate(self.intree, resource, facts or NoFacts(), deadline)
             steps: dict = {}
             for p, b, before, after in outcome.steps:  # a reinvoked policy's steps add up
