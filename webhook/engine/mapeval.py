@@ -156,7 +156,7 @@ def _apply(mutation, context: Activation, current: Any, resource: Resource) -> A
     try:
         value = mutation.check.expression.run(context)
     except Exception as exc:  # noqa: BLE001 - CEL's errors are the failurePolicy's to decide
-        raise _Failure(str(exc)) from None
+        raise _Failure(f"expression '{mutation.check.source}' resulted in error: {exc}") from None
     if mutation.patch_type == "JSONPatch":
         if not isinstance(value, list):
             raise _Failure("type mismatch: JSONPatchType.expression should evaluate to array")
@@ -167,7 +167,7 @@ def _apply(mutation, context: Activation, current: Any, resource: Resource) -> A
             operation = {"op": item.get("op", ""), "path": item.get("path", "")}
             if item.get("from"):
                 operation["from"] = item["from"]
-            if "value" in item and item["value"] is not None:
+            if "value" in item:  # a null value is written (as null); an unset one is absent, which adds null too
                 problems = messages.type_mismatches(item["value"])
                 if problems:
                     raise _Failure("type mismatch: " + "\n".join(problems))

@@ -67,7 +67,7 @@ def _parent(document: Any, tokens: list[str], op: str, path: str) -> Any:
         else:
             node = None
         if not isinstance(node, (dict, list)):
-            raise PatchError(f"{op} operation does not apply: doc is missing path: {path!r}")
+            raise PatchError(f'{op} operation does not apply: doc is missing path: "{path}": missing value')
     return node
 
 
