@@ -414,3 +414,29 @@ def test_maps_stop_at_the_deadline_too(tmp_path):
     assert mapeval.mutate(engine.intree, resource, NoFacts(), deadline=time.monotonic() + 60).steps
     with pytest.raises(BudgetExceeded):
         mapeval.mutate(engine.intree, resource, NoFacts(), deadline=time.monotonic() - 1)
+
+
+# ------------------------------------------------------------------ load, as the API server's create answers
+CREATED = json.load(open(os.path.join(os.path.dirname(__file__), "data", "map", "create-answers.json"),
+                         encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", CREATED, ids=[c["name"] for c in CREATED])
+def test_what_the_api_server_refuses_at_create_does_not_load(tmp_path, case):
+    """tests/data/map/create-answers.json: kube-apiserver v1.37.2's answer to a create of each document (re-checked
+    by tests/e2e/test_map_create_e2e.py); aiadmit loads exactly those it accepts. A binding is loaded beside a
+    policy `a` the API server accepts (aiadmit refuses a binding to a policy it is not given)."""
+    import yaml
+
+    accepted = next(c["document"] for c in CREATED if c["name"] == "value-any")
+    docs = [case["document"]] if case["document"]["kind"] == "MutatingAdmissionPolicy" else [
+        accepted, case["document"]]
+    if docs[0]["kind"] == "MutatingAdmissionPolicy" and len(docs) == 1:
+        docs.append({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
+                     "metadata": {"name": "b"}, "spec": {"policyName": case["document"]["metadata"]["name"]}})
+    (tmp_path / "map.yaml").write_text(yaml.safe_dump_all(docs))
+    if case["refused"]:
+        with pytest.raises(PolicyLoadError):
+            Engine.load([str(tmp_path / "map.yaml")])
+    else:
+        assert Engine.load([str(tmp_path / "map.yaml")]).intree.mutating
