@@ -193,7 +193,8 @@ def _mutation(resource: Resource, at: str, item, index: int, declarations: dict,
 def _operations(resource: Resource, at: str, match: dict, problems: _Problems) -> None:
     for field in ("resourceRules", "excludeResourceRules"):
         for index, rule in enumerate(match.get(field) or []):
-            for position, operation in enumerate((rule.get("operations") or []) if isinstance(rule, dict) else []):
+            operations = rule.get("operations") if isinstance(rule, dict) else None
+            for position, operation in enumerate(operations if isinstance(operations, list) else []):
                 if operation not in OPERATIONS:
                     problems.add(resource, f"{at}/{field}/{index}/operations/{position}",
                                  f"unsupported value {operation!r}: supported values: {', '.join(OPERATIONS)}")
