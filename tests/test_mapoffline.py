@@ -127,12 +127,15 @@ DOC = {"a": {"b": [1, 2, 3]}, "c": "x"}
 @pytest.mark.parametrize("operations, expected", [
     ([{"op": "add", "path": "/a/b/-", "value": 4}], {"a": {"b": [1, 2, 3, 4]}, "c": "x"}),
     ([{"op": "add", "path": "/a/b/0", "value": 0}], {"a": {"b": [0, 1, 2, 3]}, "c": "x"}),
-    ([{"op": "add", "path": "/a/b/-1", "value": 9}], {"a": {"b": [1, 2, 9, 3]}, "c": "x"}),  # negative: from the end
+    ([{"op": "add", "path": "/a/b/-1", "value": 9}], {"a": {"b": [1, 2, 3, 9]}, "c": "x"}),  # -1 of len + 1: appends
+    ([{"op": "add", "path": "/a/b/-2", "value": 9}], {"a": {"b": [1, 2, 9, 3]}, "c": "x"}),
+    ([{"op": "replace", "path": "/a/b/-1", "value": 9}], {"a": {"b": [1, 2, 9]}, "c": "x"}),
+    ([{"op": "replace", "path": "/d", "value": "y"}], {"a": {"b": [1, 2, 3]}, "c": "x", "d": "y"}),  # sets it
     ([{"op": "remove", "path": "/a/b/-1"}], {"a": {"b": [1, 2]}, "c": "x"}),
     ([{"op": "replace", "path": "/c", "value": "y"}], {"a": {"b": [1, 2, 3]}, "c": "y"}),
     ([{"op": "move", "from": "/c", "path": "/d"}], {"a": {"b": [1, 2, 3]}, "d": "x"}),
     ([{"op": "copy", "from": "/c", "path": "/a/e"}], {"a": {"b": [1, 2, 3], "e": "x"}, "c": "x"}),
-    ([{"op": "test", "path": "/missing", "value": None}, {"op": "add", "path": "/t", "value": 1}],
+    ([{"op": "test", "path": "/missing"}, {"op": "add", "path": "/t", "value": 1}],  # no value: holds
      {"a": {"b": [1, 2, 3]}, "c": "x", "t": 1}),
 ])
 def test_json_patch_operations(operations, expected):
@@ -142,20 +145,25 @@ def test_json_patch_operations(operations, expected):
 
 @pytest.mark.parametrize("operation, error", [
     ({"op": "add", "path": "/x/y", "value": 1}, "add operation does not apply: doc is missing path"),
-    ({"op": "replace", "path": "/x", "value": 1}, "replace operation does not apply: doc is missing key"),
-    ({"op": "remove", "path": "/x"}, "Unable to remove nonexistent key: x"),
+    ({"op": "replace", "path": "/a/b/7", "value": 1}, "replace operation does not apply: doc is missing key: /a/b/7"),
+    ({"op": "remove", "path": "/x"}, "error in remove for path: '/x': Unable to remove nonexistent key: x: missing"),
+    ({"op": "test", "path": "/x/y", "value": 1}, "test operation does not apply: is missing path: /x/y"),
+    ({"op": "move", "from": "/x", "path": "/y"}, "error in move for path: 'x': Unable to remove nonexistent key"),
+    ({"op": "add", "path": "", "value": 1}, 'add operation does not apply: doc is missing path: ""'),
     ({"op": "add", "path": "/a/b/7", "value": 1}, "Unable to access invalid index: 7"),
     ({"op": "merge", "path": "/a"}, "Unexpected kind: merge"),
-    ({"op": "add", "path": "a", "value": 1}, "must start with /"),
+    ({"op": "add", "path": "a", "value": 1}, 'doc is missing path: "a"'),
 ])
 def test_json_patch_errors(operation, error):
     with pytest.raises(rfc6902.PatchError, match=error):
         rfc6902.apply(DOC, [operation])
 
 
-def test_a_failed_test_is_its_own_error():
+@pytest.mark.parametrize("operation", [{"op": "test", "path": "/c", "value": "y"},
+                                       {"op": "test", "path": "/missing", "value": None}])  # null is a value
+def test_a_failed_test_is_its_own_error(operation):
     with pytest.raises(rfc6902.TestFailed):
-        rfc6902.apply(DOC, [{"op": "test", "path": "/c", "value": "y"}])
+        rfc6902.apply(DOC, [operation])
 
 
 # ------------------------------------------------------------------ server-side apply's merge
@@ -234,14 +242,14 @@ def test_apply_configuration_policy(tmp_path):
 
 @pytest.mark.parametrize("failure, denied", [("Fail", True), ("Ignore", False)])
 def test_failure_policy_decides_a_patch_that_does_not_apply(tmp_path, failure, denied):
-    engine = _engine(tmp_path, _map(_jsonpatch('[JSONPatch{op: "replace", path: "/spec/missing", value: 1}]'),
+    engine = _engine(tmp_path, _map(_jsonpatch('[JSONPatch{op: "remove", path: "/metadata/labels/nothing"}]'),
                                     f"failurePolicy: {failure}"), _binding())
     outcome = _patched(engine)
     assert bool(outcome.denied) is denied
     if denied:
         assert outcome.denied[0][2] == (
-            "policy 'p.example.com' with binding 'b' denied request: JSON Patch: replace operation does not apply: "
-            "doc is missing key: /spec/missing: missing value")
+            "policy 'p.example.com' with binding 'b' denied request: JSON Patch: error in remove for path: "
+            "'/metadata/labels/nothing': Unable to remove nonexistent key: nothing: missing value")
 
 
 def test_a_failed_test_operation_leaves_the_object_unpatched(tmp_path):
