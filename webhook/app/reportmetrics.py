@@ -1,7 +1,7 @@
 """Prometheus metrics of the reports controller (its own registry, served on its own port).
 
-Labels are bounded: `kind` is a kind of the kinds table or a fact kind, `verb` is list or watch, `scope` is
-namespace or cluster.
+Labels are bounded: `kind` is a kind of the kinds table, a fact kind, Policy or PolicyException, `verb` is list or
+watch, `scope` is namespace or cluster, `outcome` is loaded, invalid or deleted.
 """
 
 from __future__ import annotations
@@ -31,6 +31,11 @@ class ReportMetrics:
         self.resyncs = Counter("aiadmit_reports_resyncs_total",
                                "Re-reads a fact or policy change caused (namespace: one namespace's objects).",
                                ["scope"], registry=r)
+        self.object_changes = Counter(
+            "aiadmit_reports_cluster_object_changes_total",
+            "Policy and PolicyException objects added, changed (a new generation) or deleted, by what became of them "
+            "(loaded, invalid: left out, its previous generation kept if one loaded; deleted).",
+            ["kind", "outcome"], registry=r)
         self.namespaces = Gauge("aiadmit_reports_namespaces", "Namespaces (and the cluster) with a report.",
                                 registry=r)
         self.synced = Gauge("aiadmit_reports_synced",
