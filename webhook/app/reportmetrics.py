@@ -28,6 +28,10 @@ class ReportMetrics:
         self.evaluated = Counter("aiadmit_reports_objects_evaluated_total", "Objects evaluated.", registry=r)
         self.requests = Counter("aiadmit_reports_api_requests_total", "List pages and watches requested.",
                                 ["kind", "verb"], registry=r)
+        self.watch_failures = Counter(
+            "aiadmit_reports_watch_failures_total",
+            "Lists and watches that failed and are retried (a 403 is a permission the role lacks: the kind is "
+            "never read and aiadmit_reports_synced stays 0).", ["kind"], registry=r)
         self.resyncs = Counter("aiadmit_reports_resyncs_total",
                                "Re-reads a fact or policy change caused (namespace: one namespace's objects).",
                                ["scope"], registry=r)

@@ -113,7 +113,8 @@ class Controller:
         for key, resource in sorted(served.items()):
             kid = kind_id(*key)
             handle = (lambda kid: lambda type_, obj: self.events.put((type_, kid, obj, time.time())))(kid)
-            watcher = KindWatcher(self.api, resource, handle, self._count(kid), self.page_size, self.stop)
+            watcher = KindWatcher(self.api, resource, handle, self._count(kid), self.page_size, self.stop,
+                                  (lambda kid: lambda: self.metrics.watch_failures.labels(kind=kid).inc())(kid))
             self.watchers[kid] = watcher
         # facts and policy objects first, so the first evaluations see every namespace and every policy
         order = [self.watchers[kid] for kid in sorted(self.watchers,
