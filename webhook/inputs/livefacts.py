@@ -122,6 +122,17 @@ def configmap_projection(obj: dict) -> dict:
             "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")}, "data": kept}
 
 
+
+def raw_watch():
+    """A watch whose events stay JSON (the callers pass deserialize=False).
+
+    Given a return type, the client skips looking up the list's item model, which fails for ResourceClaims in
+    kubernetes-client 37 (`V1ResourceClaimList`'s items are `ResourceV1ResourceClaim`; there is no
+    `V1ResourceClaim`): without it the claims' watch raised at once and the cache was re-listed in a loop."""
+    from kubernetes import watch
+
+    return watch.Watch(return_type=dict)
+
 class Cache:
     """The current objects of one resource type, swapped whole on every change (readers never lock)."""
 
@@ -372,7 +383,6 @@ class LiveFacts:
 
     def run(self, source: _Source) -> None:
         """List, then watch until the resync is due, the watch expires, or the API server fails; repeat."""
-        from kubernetes import watch
         from kubernetes.client.rest import ApiException
 
         cache = source.cache
@@ -383,7 +393,7 @@ class LiveFacts:
                 cache.replace(data.get("items") or [], (data.get("metadata") or {}).get("resourceVersion"))
                 resync_at = self.clock() + self.resync
                 while not self._stop.is_set() and self.clock() < resync_at:
-                    stream = watch.Watch()
+                    stream = raw_watch()
                     for event in stream.stream(source.list_call, resource_version=cache.resource_version,
                                                timeout_seconds=self.watch_seconds, allow_watch_bookmarks=True,
                                                deserialize=False,
