@@ -307,7 +307,7 @@ def test_the_webhook_without_a_live_fact_permission_never_becomes_ready(apiserve
     try:
         with pytest.raises(TimeoutError) as raised:
             with start_server(tmp_path / "run", hook.args, workers=1, certs_dir=hook.certs_dir,
-                              env={"POD_NAMESPACE": OWN_NAMESPACE}, ready_timeout=90):
+                              env={"POD_NAMESPACE": OWN_NAMESPACE}, port=hook.port, ready_timeout=60):
                 pass
         assert "cluster context caches not synced yet" in str(raised.value), str(raised.value)[-2000:]
         logs = "\n".join(p.read_text(errors="replace") for p in (tmp_path / "run").glob("serve-*.log"))
