@@ -124,13 +124,9 @@ def configmap_projection(obj: dict) -> dict:
 
 
 def raw_watch():
-    """A watch whose events stay JSON (the callers pass deserialize=False).
-
-    Given a return type, the client skips looking up the list's item model, which fails for ResourceClaims in
-    kubernetes-client 37 (`V1ResourceClaimList`'s items are `ResourceV1ResourceClaim`; there is no
-    `V1ResourceClaim`): without it the claims' watch raised at once and the cache was re-listed in a loop."""
+    """A watch of JSON events (deserialize=False) that skips the client's item-model lookup, which fails for
+    ResourceClaims in kubernetes-client 37 (no V1ResourceClaim): the claims' watch raised and re-listed in a loop."""
     from kubernetes import watch
-
     return watch.Watch(return_type=dict)
 
 class Cache:
