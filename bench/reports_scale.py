@@ -16,6 +16,10 @@ Then it measures:
 - the controller's RSS (VmHWM, the peak, and VmRSS at the end) from /proc;
 - list and watch requests the API server counted (apiserver_request_total, by verb and resource) during the start
   and during the steady state that follows (the changes), from its /metrics;
+- a PolicyException -> its report: in each of --exceptions namespaces, one at a time, an exception (aiadmit.dev
+  PolicyException, the CRDs of manifests/base installed, so the controller watches them) lifting the policies the
+  violating Deployment fails, to the moment that namespace's report has no failing result for it; and the list
+  requests each exception cost the API server (the controller reads only that namespace's Deployments again);
 and verifies: one report per namespace, none missing, and every expected object (Deployments, Jobs, standalone
 pods) named by exactly one result per policy that applied to it, no owned object and no object twice.
 """
@@ -176,6 +180,7 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--namespaces", type=int, default=200)
     parser.add_argument("--changes", type=int, default=20)
+    parser.add_argument("--exceptions", type=int, default=5)
     args = parser.parse_args()
     work_dir = Path(tempfile.mkdtemp(prefix="aiadmit-reports-bench-"))
     bin_dir = ensure_binaries(work_dir / "build.log")
@@ -183,6 +188,8 @@ def main() -> int:
     cp.start()
     cp.kubectl("apply", "-f", str(ROOT / "tests" / "data" / "wgpolicyk8s-policyreport-crds.yaml"))
     cp.kubectl("wait", "--for=condition=Established", "crd/policyreports.wgpolicyk8s.io", "--timeout=60s")
+    cp.kubectl("apply", "-f", str(ROOT / "manifests" / "base" / "crds.yaml"))
+    cp.kubectl("wait", "--for=condition=Established", "crd/policyexceptions.aiadmit.dev", "--timeout=60s")
     items, expected, pods = plan(args.namespaces, args.pods)
     started = time.monotonic()
     bulk_create(cp, items)
@@ -255,6 +262,37 @@ def main() -> int:
         latencies.append(time.monotonic() - t)
         conn.close()
     steady = request_counts(cp)
+    lifted, lifted_lists = [], []
+    for k in range(args.exceptions):
+        ns = f"bench-{(k * 53 + 11) % args.namespaces:05d}"
+        report = cp.get_json(f"/apis/wgpolicyk8s.io/v1alpha2/namespaces/{ns}/policyreports/aiadmit-{ns}")
+        failing = sorted({r["policy"] for r in report.get("results") or ()
+                          if r["result"] == "fail" and r["resources"][0]["name"] == "app-0"})
+        assert failing, f"{ns}/app-0 fails nothing"
+        body = {"apiVersion": "aiadmit.dev/v1alpha1", "kind": "PolicyException",
+                "metadata": {"name": "app-0", "namespace": ns},
+                "spec": {"policies": failing[:64], "match": {"names": ["app-0"], "kinds": ["Deployment"]},
+                         "reason": "benchmark", "requestedBy": "bench"}}
+        counts = request_counts(cp)
+        conn = http.client.HTTPSConnection(cp.host, cp.port, context=cp._ssl, timeout=30)
+        t = time.monotonic()
+        conn.request("POST", f"/apis/aiadmit.dev/v1alpha1/namespaces/{ns}/policyexceptions", json.dumps(body),
+                     {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        assert response.status == 201, response.read()[:300]
+        while True:
+            status, data = cp.get(f"/apis/wgpolicyk8s.io/v1alpha2/namespaces/{ns}/policyreports/aiadmit-{ns}")
+            results = json.loads(data).get("results") or () if status == 200 else ()
+            if status == 200 and not [r for r in results if r["result"] == "fail"
+                                      and r["resources"][0]["name"] == "app-0"]:
+                break
+            if time.monotonic() - t > 120:
+                raise SystemExit(f"{ns}/app-0 still failing 120s after its exception")
+            time.sleep(0.05)
+        lifted.append(time.monotonic() - t)
+        conn.close()
+        time.sleep(1.5)  # the controller's own lists for this exception are done (they preceded the write)
+        lifted_lists.append({k: v for k, v in diff(request_counts(cp), counts).items() if k.startswith("LIST ")})
     memory_end = rss(proc.pid)
     final = metrics(port)
     proc.terminate()
@@ -262,6 +300,10 @@ def main() -> int:
     latencies.sort()
     print(f"change -> report ({args.changes} Deployments): median {latencies[len(latencies) // 2]:.2f}s, "
           f"max {latencies[-1]:.2f}s", flush=True)
+    if lifted:
+        lifted.sort()
+        print(f"PolicyException -> report ({args.exceptions} namespaces): median {lifted[len(lifted) // 2]:.2f}s, "
+              f"max {lifted[-1]:.2f}s; LIST requests each caused: {lifted_lists}", flush=True)
     print(f"controller RSS: peak (VmHWM) {memory_end['VmHWM']} MiB, at end {memory_end['VmRSS']} MiB", flush=True)
     print(f"API requests during start: {diff(at_sync, before)}", flush=True)
     print(f"API requests during steady state (the changes): {diff(steady, at_sync)}", flush=True)

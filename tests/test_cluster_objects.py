@@ -212,3 +212,22 @@ def test_the_offline_audit_reads_policies_and_exceptions_among_its_input_files(t
     line = next(li for li in (tmp_path / "wide.yaml").read_text().splitlines() if li.strip().startswith("namespaces"))
     number = (tmp_path / "wide.yaml").read_text().splitlines().index(line) + 1
     assert f"{tmp_path / 'wide.yaml'}:{number}:3: spec.namespaces: unknown field" in proc.stderr
+
+
+def test_the_engine_with_objects_keeps_the_files_in_tree_policies_and_reuses_compiled_objects(tmp_path):
+    import shutil
+
+    from webhook.language.bundle import BUILTIN_POLICY_DIR
+
+    shutil.copy(os.path.join(ROOT, "tests", "data", "vap", "defaulted-replicas.yaml"), tmp_path / "vap.yaml")
+    objects = ClusterObjects()
+    objects.apply("ADDED", stored(team_label()))
+    first = objects.engine([BUILTIN_POLICY_DIR, str(tmp_path)], None, None)
+    assert first.intree, "the in-tree ValidatingAdmissionPolicies of the files are enforced with the objects"
+    objects.apply("ADDED", exception("team-a"))
+    second = objects.engine([BUILTIN_POLICY_DIR, str(tmp_path)], None, None)
+    # nothing of the policy changed: the same compiled policy (what the reports controller compares)
+    assert second.by_id["team-label"] is first.by_id["team-label"] and second.intree is first.intree
+    objects.apply("MODIFIED", stored(team_label(expression="true"), generation=2))
+    assert objects.engine([BUILTIN_POLICY_DIR, str(tmp_path)], None, None).by_id["team-label"] is not \
+        first.by_id["team-label"]

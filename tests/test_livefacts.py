@@ -151,3 +151,17 @@ def test_unreachable_api_server_leaves_facts_unknown_and_keeps_retrying():
         assert not facts.synced() and facts.namespace_labels("ml") is None and facts.resource_quotas("ml") is None
     finally:
         facts.stop()
+
+
+def test_every_watched_kind_gets_a_watch_that_needs_no_client_model():
+    """The watches read JSON (deserialize=False); the client would still look up each list's item model first, and
+    for ResourceClaims there is none in kubernetes-client 37 (V1ResourceClaimList holds ResourceV1ResourceClaim), so
+    the claims' watch failed at once and the cache was re-listed in a loop. raw_watch() needs no model, for every
+    list call the live context makes."""
+    from webhook.inputs.livefacts import raw_watch
+
+    facts = LiveFacts(api_client=client.ApiClient(client.Configuration()))
+    calls = [source.list_call for source in facts._sources()]
+    assert any(getattr(c, "__name__", "") == "list_resource_claim_for_all_namespaces" for c in calls)
+    for call in calls:
+        assert raw_watch().get_return_type(call) is dict

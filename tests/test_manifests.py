@@ -769,3 +769,42 @@ def test_the_base_has_the_param_kind_so_switching_needs_no_crd_change(kubectl):
     crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
     assert f"{vapparams.PLURAL}.{vapparams.GROUP}" in {c["metadata"]["name"] for c in crds}
     assert not [o for o in objects if o["kind"].endswith("AdmissionPolicy")]  # the webhook alone by default
+
+
+CLUSTER_OBJECTS = os.path.join(MANIFESTS, "components", "cluster-objects")
+
+
+def test_the_cluster_objects_component_adds_its_objects_as_written_and_each_loads(kubectl, tmp_path):
+    """The component's Policy and PolicyException objects are in the rendering as their files say (the part-of label
+    added; a Policy without a namespace, the exception in its own), everything of the base unchanged; and each loads
+    with the webhook's full check (language/objects.py), as the webhook and the reports controller will load it."""
+    from webhook.engine.core import Engine
+    from webhook.language.objects import load_exception_object, load_policy_object
+
+    root = tmp_path / "manifests"
+    shutil.copytree(MANIFESTS, root, ignore=shutil.ignore_patterns("certs"))
+    directory = root / "overlays" / "under-test"
+    directory.mkdir()
+    (directory / "kustomization.yaml").write_text(yaml.safe_dump({
+        "resources": ["../../base"], "components": ["../../components/cluster-objects"]}))
+    objects = render(kubectl, directory)[1]
+    plain = render(kubectl, root / "base")[1]
+    added = [o for o in objects if o["kind"] in ("Policy", "PolicyException")]
+    assert sorted(_kind_name(o) for o in objects if o not in added) == sorted(_kind_name(o) for o in plain)
+    with open(os.path.join(CLUSTER_OBJECTS, "kustomization.yaml"), encoding="utf-8") as handle:
+        listed = yaml.safe_load(handle)["resources"]
+    written = []
+    for name in listed:
+        with open(os.path.join(CLUSTER_OBJECTS, name), encoding="utf-8") as handle:
+            doc = yaml.safe_load(handle)
+        doc["metadata"].setdefault("labels", {})[PART_OF] = "aiadmit"
+        written.append(doc)
+    assert sorted(added, key=_kind_name) == sorted(written, key=_kind_name)
+    (policy,) = [o for o in added if o["kind"] == "Policy"]
+    (exception,) = [o for o in added if o["kind"] == "PolicyException"]
+    assert "namespace" not in policy["metadata"] and exception["metadata"]["namespace"] == "team-a"
+    loaded, problems = load_policy_object(dict(policy, metadata=dict(policy["metadata"], uid="u", generation=1)))
+    assert problems == [] and loaded.id == "owner-label"
+    ids = set(Engine.load(None, None).by_id) | {loaded.id}
+    lifted, problems = load_exception_object(exception, ids)
+    assert problems == [] and lifted.namespaces == ("team-a",) and lifted.policies == ("owner-label",)

@@ -118,7 +118,7 @@ def test_reports_are_the_audit_reports(controller, engine):
 def test_a_namespace_label_change_reads_that_namespace_again(controller):
     controller._event("ADDED", "Deployment.apps", deployment("vllm"), 2.0)
     controller._event("MODIFIED", "Namespace", namespace_object("team-a", {"tier": "trusted"}), 3.0)
-    assert controller.resync_wanted == {"team-a"} and controller.facts is None
+    assert controller.resync_wanted == {("team-a", None)} and controller.facts is None
     controller.resync_wanted.clear()
     again = namespace_object("team-a", {"tier": "trusted"})
     again["metadata"]["resourceVersion"] = "99"
@@ -155,6 +155,7 @@ def test_component_rbac_is_the_kinds_table_read_only_and_reports_written():
     read = {key for key, verbs in granted.items() if verbs == {"list", "watch"}}
     wanted = {(group, kind.lower() + ("es" if kind.endswith("s") else "s"))
               for group, kind in set(kind_table()) | set(FACT_KINDS)}  # every plural here is the regular one
+    wanted |= {("aiadmit.dev", "policies"), ("aiadmit.dev", "policyexceptions")}  # read, never their status
     assert read == wanted
     written = {key: verbs for key, verbs in granted.items() if key not in read}
     assert written == {(g, r): {"get", "list", "create", "update", "delete"}
@@ -229,4 +230,127 @@ def test_chart_toggle_renders_the_component(tmp_path):
 def test_a_new_priority_class_reads_everything_again(controller):
     controller._event("ADDED", "PriorityClass.scheduling.k8s.io", {
         "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "gpu-high"}, "value": 9}, 2.0)
-    assert controller.resync_wanted == {None}
+    assert controller.resync_wanted == {(None, None)}
+
+
+# --------------------------------------------------------------------------- Policy and PolicyException objects
+
+TEAM_LABEL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "policies",
+                          "team-label.yaml")
+POLICY_ID, EXCEPTION_ID = "Policy.aiadmit.dev", "PolicyException.aiadmit.dev"
+
+
+def policy_object(generation=1, expression=None, kinds=None):
+    with open(TEAM_LABEL, encoding="utf-8") as handle:
+        doc = yaml.safe_load(handle)
+    doc["metadata"].update(uid="pol-1", generation=generation, resourceVersion=str(generation))
+    if expression:
+        doc["rules"][0]["expression"] = expression
+    if kinds:
+        doc["match"]["kinds"] = kinds
+    return doc
+
+
+def exception_object(namespace, generation=1, **spec):
+    return {"apiVersion": "aiadmit.dev/v1alpha1", "kind": "PolicyException",
+            "metadata": {"name": "legacy", "namespace": namespace, "uid": f"exc-{namespace}", "generation": generation},
+            "spec": {"policies": ["team-label"], "reason": "legacy jobs", "requestedBy": "lead@team-a", **spec}}
+
+
+@pytest.fixture
+def with_objects(controller):
+    """The controller as the command makes it: fed Policy/PolicyException events, loading as the webhook does."""
+    from webhook.app.clusterobjects import ClusterObjects
+
+    objects = ClusterObjects()
+    controller.objects = objects
+    controller.load_engine = lambda: objects.engine(None, None, None)
+    controller.served = {("apps", "Deployment"), ("apps", "ReplicaSet"), ("", "Pod"), ("batch", "Job")}
+    controller._event("LIST", POLICY_ID, policy_object(), 1.0)
+    controller._event("SYNC", POLICY_ID, {"uids": {"pol-1"}}, 1.0)
+    controller._event("SYNC", EXCEPTION_ID, {"uids": set()}, 1.0)
+    assert "team-label" in controller.engine.by_id
+    assert controller.resync_wanted == set()  # the first lists come before any audited object: nothing to read again
+    controller._event("ADDED", "Namespace", namespace_object("team-b"), 1.0)
+    for namespace in ("team-a", "team-b"):
+        controller._event("ADDED", "Deployment.apps", deployment("vllm", namespace), 2.0)
+    controller.store.take_dirty()
+    return controller
+
+
+def team_label_fails(controller, namespace):
+    (_, _, _, blob) = controller.store.objects[("Deployment.apps", namespace, "vllm")]
+    return any(status == "fail" and json.loads(text)["policy"] == "team-label" for status, text in decode(blob))
+
+
+def change_count(controller, kind, outcome):
+    return controller.metrics.registry.get_sample_value("aiadmit_reports_cluster_object_changes_total",
+                                                        {"kind": kind, "outcome": outcome}) or 0
+
+
+def test_a_namespaced_exception_reads_only_its_namespace_again(with_objects):
+    controller = with_objects
+    assert team_label_fails(controller, "team-a") and team_label_fails(controller, "team-b")
+    controller._event("ADDED", EXCEPTION_ID, exception_object("team-a"), 3.0)
+    # team-label matches every AI workload: each audited kind, in team-a only
+    assert controller.resync_wanted == {("team-a", kind) for kind in controller.audited}
+    assert change_count(controller, "PolicyException", "loaded") == 1
+    controller.resync_wanted.clear()
+    controller._evaluate(("Deployment.apps", "team-a", "vllm"), deployment("vllm", "team-a"), 4.0)
+    controller._evaluate(("Deployment.apps", "team-b", "vllm"), deployment("vllm", "team-b"), 4.0)
+    assert not team_label_fails(controller, "team-a") and team_label_fails(controller, "team-b")
+    status_write = exception_object("team-a")
+    status_write["status"] = {"conditions": [{"type": "Loaded", "status": "True"}]}
+    controller._event("MODIFIED", EXCEPTION_ID, status_write, 5.0)  # the webhook's status: same generation
+    assert controller.resync_wanted == set()
+    controller._event("MODIFIED", EXCEPTION_ID, exception_object("team-a", 2, match={"kinds": ["Pod"]}), 6.0)
+    # was every kind, now Pods only: every kind of team-a, since the Deployments lose the exception
+    assert controller.resync_wanted == {("team-a", kind) for kind in controller.audited}
+    controller.resync_wanted.clear()
+    controller._evaluate(("Deployment.apps", "team-a", "vllm"), deployment("vllm", "team-a"), 6.5)
+    assert team_label_fails(controller, "team-a")
+    controller._event("DELETED", EXCEPTION_ID, exception_object("team-a", 2, match={"kinds": ["Pod"]}), 7.0)
+    assert controller.resync_wanted == {("team-a", "Pod")} and change_count(controller, "PolicyException", "deleted")
+
+
+def test_an_exception_that_does_not_load_costs_nothing_but_itself(with_objects):
+    controller = with_objects
+    controller._event("ADDED", EXCEPTION_ID, exception_object("team-a", policies=["no-such-policy"]), 3.0)
+    assert controller.resync_wanted == set() and change_count(controller, "PolicyException", "invalid") == 1
+    assert "team-label" in controller.engine.by_id
+
+
+def test_a_policy_change_reads_the_kinds_it_matches_everywhere(with_objects):
+    controller = with_objects
+    controller._event("MODIFIED", POLICY_ID, policy_object(2, kinds=["Deployment"]), 3.0)
+    # generation 1 matched every AI workload, generation 2 only Deployments: every kind either admits
+    assert controller.resync_wanted == {(None, kind) for kind in controller.audited}
+    controller.resync_wanted.clear()
+    controller._event("MODIFIED", POLICY_ID, policy_object(3, expression="true", kinds=["Deployment"]), 4.0)
+    assert controller.resync_wanted == {(None, "Deployment.apps")}
+    controller.resync_wanted.clear()
+    controller._evaluate(("Deployment.apps", "team-a", "vllm"), deployment("vllm", "team-a"), 5.0)
+    assert not team_label_fails(controller, "team-a")
+    # a generation that does not load: the previous one keeps being enforced, so nothing is judged differently
+    controller._event("MODIFIED", POLICY_ID, policy_object(4, expression="object.nope(", kinds=["Deployment"]), 6.0)
+    assert controller.resync_wanted == set() and change_count(controller, "Policy", "invalid") == 1
+    assert controller.engine.by_id["team-label"].rules[0].expression.source == "true"
+    controller._event("DELETED", POLICY_ID, policy_object(4, kinds=["Deployment"]), 7.0)
+    assert controller.resync_wanted == {(None, "Deployment.apps")} and "team-label" not in controller.engine.by_id
+
+
+def test_a_relist_of_the_objects_forgets_the_deleted_ones(with_objects):
+    controller = with_objects
+    controller._event("SYNC", POLICY_ID, {"uids": set()}, 3.0)  # after a 410: listed again, the Policy gone
+    assert "team-label" not in controller.engine.by_id
+    assert controller.resync_wanted == {(None, kind) for kind in controller.audited}
+
+
+def test_reads_again_cover_each_pair_once():
+    from webhook.app.reportscope import plan
+
+    kinds = {"Pod", "Deployment.apps", "Job.batch"}
+    assert plan({("team-a", None), (None, "Pod"), ("team-b", "Job.batch"), ("team-c", "Pod")}, kinds) == [
+        (None, ["Pod"]), ("team-a", ["Deployment.apps", "Job.batch"]), ("team-b", ["Job.batch"])]
+    assert plan({(None, None), ("team-a", "Pod")}, kinds) == [(None, sorted(kinds))]
+    assert plan({("team-a", "StatefulSet.apps")}, kinds) == []  # not served: nothing to read

@@ -148,6 +148,12 @@ def overlay(tmp_path: Path, components: list[str], resources: str = "../../base"
 
 MONITORING_CRDS = ROOT / "tests" / "data" / "prometheus-operator-crds.yaml"
 EXTRA_POLICY = MANIFESTS / "components" / "extra-policies" / "policies" / "team-label.yaml"
+CLUSTER_OBJECTS = MANIFESTS / "components" / "cluster-objects"
+# components/cluster-objects' objects as the values clusterPolicies (an object) and clusterExceptions (YAML text)
+CLUSTER_VALUES = {
+    "clusterPolicies": [yaml.safe_load((CLUSTER_OBJECTS / "policies" / "owner-label.yaml").read_text())],
+    "clusterExceptions": [(CLUSTER_OBJECTS / "exceptions" / "owner-label-legacy.yaml").read_text()],
+}
 # Every knob of issue 24 item 4 at once, as a cluster would set them (the value files of the tests below).
 KNOBS = {
     "priorityClassName": "system-node-critical",
@@ -205,12 +211,14 @@ CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nnot checked by rendering\n-
     ["reportsController.enabled=true", "reportsController.format=openreports", "reportsController.replicas=1"],
     ["inTree.mode=beside"],
     ["inTree.mode=instead"],
+    ["CLUSTER_VALUES"],
 ], ids=["defaults", "audit", "warn-secret", "digest", "monitoring", "every-knob", "reports-controller",
-        "in-tree-beside", "in-tree-instead"])
+        "in-tree-beside", "in-tree-instead", "cluster-objects"])
 def test_helm_lint_strict(helm, settings, tmp_path):
     args = [helm, "lint", "--strict", str(CHART), "--namespace", NAMESPACE]
+    files = {"KNOBS": KNOBS, "CLUSTER_VALUES": CLUSTER_VALUES}
     for setting in settings:
-        args += ["--values", str(values_file(tmp_path, KNOBS))] if setting == "KNOBS" else ["--set", setting]
+        args += ["--values", str(values_file(tmp_path, files[setting]))] if setting in files else ["--set", setting]
     done = run(*args)
     assert "1 chart(s) linted, 0 chart(s) failed" in done.stdout, done.stdout
 
@@ -238,7 +246,10 @@ def test_values_schema_rejects_what_would_be_silently_ignored(helm):
                              ("networkPolicy.apiServerCIDRs[0]=10.0.0.0/8\n", "/networkPolicy/apiServerCIDRs/0"),
                              ("networkPolicy.metricsPodSelector.matchLabel.app=x", "/networkPolicy/metricsPodSelector"),
                              ("networkPolicy.apiServerCIDR[0]=10.0.0.0/8", "apiServerCIDR"),
-                             ("inTree.mode=both", "/inTree/mode"), ("inTree.skipExported=true", "skipExported")):
+                             ("inTree.mode=both", "/inTree/mode"), ("inTree.skipExported=true", "skipExported"),
+                             ("clusterPolicies[0].kind=Pod", "/clusterPolicies/0"),
+                             ("clusterExceptions[0].kind=PolicyException", "/clusterExceptions/0"),
+                             ("clusterPolicy[0]=x", "clusterPolicy")):
         done = run(helm, "template", "aiadmit", str(CHART), "--set", setting, check=False)
         assert done.returncode != 0 and message in done.stderr, (setting, done.stderr)
 
@@ -251,6 +262,25 @@ def test_an_extra_policy_with_a_built_in_id_refuses_to_render(helm, tmp_path):
                str(values_file(tmp_path, {"extraPolicies": {"mine": text}})), check=False)
     assert done.returncode != 0, done.stdout[-500:]
     assert 'extraPolicies.mine: policy id "shm-sized" is a built-in policy (shm-sized.yaml)' in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("values,message", [
+    ({"clusterPolicies": [EXTRA_POLICY.read_text().replace("name: team-label", "name: shm-sized")]},
+     'clusterPolicies[0]: policy id "shm-sized" is a built-in policy (shm-sized.yaml)'),
+    ({"clusterPolicies": ["apiVersion: aiadmit.dev/v1alpha1\nkind: PolicyException\nmetadata: {name: x}\n"]},
+     "clusterPolicies[0]: not an aiadmit.dev/v1alpha1 Policy document"),
+    ({"clusterExceptions": ["apiVersion: aiadmit.dev/v1alpha1\nkind: PolicyException\nmetadata: {name: x}\n"
+                            "spec: {policies: [shm-sized], reason: r, requestedBy: me}\n"]},
+     "clusterExceptions[0]: metadata.namespace is required: an exception covers only its own namespace"),
+    (dict(CLUSTER_VALUES, inTree={"mode": "beside"}), "inTree.mode=beside"),
+], ids=["built-in-id", "wrong-kind", "no-namespace", "in-tree"])
+def test_cluster_objects_the_cluster_would_not_enforce_refuse_to_render(helm, tmp_path, values, message):
+    """A Policy object with a bundle id is never enforced (files win), a document of the other kind or an exception
+    with no namespace is not what its list is for, and the in-tree policies cannot honour them: said at render time.
+    (The YAML-text form reaches the template unchecked by the schema, so the template checks again.)"""
+    done = run(helm, "template", "aiadmit", str(CHART), "--values", str(values_file(tmp_path, values)), check=False)
+    assert done.returncode != 0, done.stdout[-500:]
+    assert message in done.stderr, done.stderr
 
 
 def test_secret_source_without_a_ca_bundle_refuses_to_render(helm):
@@ -392,6 +422,7 @@ def test_monitoring_values_reach_the_objects(helm, tmp_path):
                      "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists", "effect": "NoSchedule"}]}),
     ("private-registry", {"imagePullSecrets": [{"name": "registry-credentials"}]}),
     ("network-policy", {"networkPolicy": NETWORK_POLICY}),
+    ("cluster-objects", CLUSTER_VALUES),
 ])
 def test_knob_values_render_their_kustomize_component(helm, kubectl, tmp_path, component, values):
     chart = template(helm, "namespace.create=true", values=values_file(tmp_path, values))
@@ -618,6 +649,29 @@ def test_in_tree_objects_are_accepted_by_the_api_server(helm, apiserver, tmp_pat
         objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     assert {"ValidatingAdmissionPolicy", "PolicyParams"} <= {o["kind"] for o in objects}
     assert_dry_run_accepts(apiserver, namespace, objects)
+
+
+def test_cluster_objects_are_accepted_by_the_api_server(helm, kubectl, apiserver, tmp_path):
+    """The chart's clusterPolicies/clusterExceptions and the kustomize component's objects, server-side dry run
+    against the CRDs as shipped (crds/, installed first as Helm does): the CRDs' schemas and CEL rules accept them.
+    The exception goes into a namespace of this test (it covers only its own, which must exist)."""
+    apiserver.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=aiadmit-e2e", "-f",
+                      str(CHART / "crds" / "crds.yaml"))
+    apiserver.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/policies.aiadmit.dev",
+                      "crd/policyexceptions.aiadmit.dev")
+    namespace = f"aiadmit-objects-{uuid.uuid4().hex[:6]}"
+    values = copy.deepcopy(CLUSTER_VALUES)
+    values["clusterExceptions"] = [values["clusterExceptions"][0].replace("namespace: team-a", f"namespace: {namespace}")]
+    chart = [o for o in template(helm, values=values_file(tmp_path, values)) if o["kind"] in ("Policy", "PolicyException")]
+    component = [o for o in kustomize(kubectl, overlay(tmp_path, ["cluster-objects"]))
+                 if o["kind"] in ("Policy", "PolicyException")]
+    for obj in component:
+        if obj["kind"] == "PolicyException":
+            obj["metadata"]["namespace"] = namespace
+    for objects in (chart, component):
+        assert sorted(o["kind"] for o in objects) == ["Policy", "PolicyException"]
+        assert_dry_run_accepts(apiserver, namespace, objects + [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}])
 
 
 def assert_dry_run_accepts(apiserver, namespace: str, objects: list[dict]) -> None:

@@ -3,7 +3,8 @@
 The controller runs as its own process (the command a Deployment runs), with the PolicyReport CRDs installed. A
 violating Deployment created after the controller is synced shows up in its namespace's report within 30 s (the
 issue's bound; it takes about a second here), deleting it removes the report, and none of it costs a list request:
-the steady state is watches only.
+the steady state is watches only. A PolicyException applied in one namespace drops the finding from that namespace's
+report only, at the cost of one list request (that namespace's Deployments).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 REPORT_CRDS = os.path.join(os.path.dirname(__file__), "..", "data", "wgpolicyk8s-policyreport-crds.yaml")
+AIADMIT_CRDS = os.path.join(os.path.dirname(__file__), "..", "..", "manifests", "base", "crds.yaml")
 GPU = {"name": "main", "image": "registry.example/serve:v1", "resources": {"limits": {"nvidia.com/gpu": 1}}}
 
 
@@ -59,6 +61,10 @@ def _lists(metrics: dict[str, float]) -> float:
 def controller(apiserver, tmp_path):
     apiserver.kubectl("apply", "-f", REPORT_CRDS)
     apiserver.kubectl("wait", "--for=condition=Established", "crd/policyreports.wgpolicyk8s.io", "--timeout=60s")
+    # aiadmit's Policy and PolicyException CRDs (the base's), so the controller watches them from its start
+    apiserver.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=aiadmit-e2e", "-f", AIADMIT_CRDS)
+    apiserver.kubectl("wait", "--for=condition=Established", "crd/policyexceptions.aiadmit.dev", "--timeout=60s")
+    _until(lambda: apiserver.get("/apis/aiadmit.dev/v1alpha1")[0] == 200, 60, "aiadmit.dev/v1alpha1 served")
     port = _port()
     log = open(tmp_path / "controller.log", "w+")
     proc = subprocess.Popen([sys.executable, "-m", "webhook", "reports-controller", "--kubeconfig",
@@ -150,3 +156,58 @@ def test_lease_has_one_holder_and_passes_on_when_it_expires(apiserver):
     lease = apiserver.kubectl_json("get", "lease", "-n", namespace, "reports")
     assert lease["spec"]["holderIdentity"] == "second" and lease["spec"]["leaseTransitions"] == 1
     assert not first.try_acquire()
+
+
+def _lists_by_kind(metrics: dict[str, float]) -> dict[str, float]:
+    out = {}
+    for key, value in metrics.items():
+        match = re.match(r'aiadmit_reports_api_requests_total\{kind="([^"]+)",verb="list"\}', key)
+        if match:
+            out[match.group(1)] = value
+    return out
+
+
+def _failing(apiserver, namespace: str, name: str) -> set[str]:
+    report = _report(apiserver, namespace) or {}
+    return {r["policy"] for r in report.get("results", []) if r["result"] == "fail"
+            and r["resources"][0]["name"] == name and r["resources"][0]["kind"] == "Deployment"}
+
+
+def test_a_policy_exception_drops_the_finding_in_its_namespace_only(apiserver, controller):
+    import json
+
+    port = controller
+    suffix = os.urandom(3).hex()
+    tenant, other = f"exc-a-{suffix}", f"exc-b-{suffix}"
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "vllm"},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "vllm"}},
+                           "template": {"metadata": {"labels": {"app": "vllm"}}, "spec": {"containers": [GPU]}}}}
+    for namespace in (tenant, other):
+        apiserver.kubectl("create", "namespace", namespace)
+        apiserver.kubectl("create", "-n", namespace, "-f", "-", input=json.dumps(deployment))
+    failing = _until(lambda: _failing(apiserver, tenant, "vllm"), 30, f"{tenant}/vllm failing in its report")
+    _until(lambda: _failing(apiserver, other, "vllm") == failing, 30, f"{other}/vllm failing as {tenant}/vllm")
+    before = _metrics(port)
+    exception = {"apiVersion": "aiadmit.dev/v1alpha1", "kind": "PolicyException",
+                 "metadata": {"name": "legacy-vllm", "namespace": tenant},
+                 "spec": {"policies": sorted(failing), "match": {"names": ["vllm"], "kinds": ["Deployment"]},
+                          "reason": "legacy serving, fixed next sprint", "requestedBy": "lead@team-a"}}
+    applied = time.monotonic()
+    apiserver.kubectl("apply", "-f", "-", input=json.dumps(exception))
+    _until(lambda: not _failing(apiserver, tenant, "vllm"), 30, f"{tenant}/vllm lifted by its exception")
+    print(f"report for {tenant} dropped the finding {time.monotonic() - applied:.2f}s after the exception")
+    time.sleep(1.5)  # any read it would still make (a late event) is counted below
+    assert _failing(apiserver, other, "vllm") == failing, "an exception covers only its own namespace"
+    after = _metrics(port)
+    changed = {kind: after_count - _lists_by_kind(before).get(kind, 0)
+               for kind, after_count in _lists_by_kind(after).items() if after_count != _lists_by_kind(before).get(kind)}
+    # one namespace, one kind (the exception's match.kinds), one page: the change costs one list request
+    assert changed == {"Deployment.apps": 1}, changed
+    assert after.get('aiadmit_reports_cluster_object_changes_total{kind="PolicyException",outcome="loaded"}', 0) \
+        == before.get('aiadmit_reports_cluster_object_changes_total{kind="PolicyException",outcome="loaded"}', 0) + 1
+    assert after.get('aiadmit_reports_resyncs_total{scope="cluster"}', 0) == \
+        before.get('aiadmit_reports_resyncs_total{scope="cluster"}', 0)
+    apiserver.kubectl("delete", "policyexception", "-n", tenant, "legacy-vllm")
+    _until(lambda: _failing(apiserver, tenant, "vllm") == failing, 30, f"{tenant}/vllm failing again without it")
+    for namespace in (tenant, other):
+        apiserver.kubectl("delete", "deployment", "-n", namespace, "vllm")

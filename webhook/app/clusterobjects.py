@@ -109,6 +109,20 @@ class ClusterObjects:
         elif event_type != "DELETED":
             self.write_status(obj)  # same generation: perhaps a status write lost a race; write ours again
 
+    def identity(self, obj: dict) -> Optional[tuple[str, Any]]:
+        """(uid, generation) of the object held under `obj`'s key, None when none is."""
+        with self._lock:
+            held = self._objects.get(_key(obj))
+        return None if held is None else _identity(held)
+
+    def keep_only(self, kind: str, uids: set) -> bool:
+        """Forget the objects of `kind` whose uid is not in `uids` (after a list); True when one was forgotten."""
+        with self._lock:
+            gone = [k for k, o in self._objects.items() if k[0] == kind and _identity(o)[0] not in uids]
+            for key in gone:
+                del self._objects[key]
+        return bool(gone)
+
     def _snapshot(self, kind: str) -> list[dict]:
         with self._lock:
             return [o for k, o in sorted(self._objects.items()) if k[0] == kind]
@@ -120,7 +134,7 @@ class ClusterObjects:
         from webhook.language.bundle import BUILTIN_POLICY_DIR
         from webhook.language.checks import Checks
         from webhook.language.config import load_config
-        from webhook.language.loader import load_policies
+        from webhook.language.loader import load_all
 
         from webhook.app.reloader import _signature
         from webhook.language.loader import policy_files
@@ -133,16 +147,21 @@ class ClusterObjects:
         # then costs the compiling of that object, not of the whole bundle (~1 s here).
         key = (_signature(sorted(set(policy_files(paths) + paths + ([config_path] if config_path else [])))),
                own_namespace)
-        if self._files is not None and self._files[0] == key:
-            files = self._files[1]
+        same_files = self._files is not None and self._files[0] == key
+        if same_files:
+            files, intree = self._files[1]
         else:
-            files = load_policies(paths, params, checks, config.cel_limits)
-            self._files = (key, files)
+            files, intree = load_all(paths, params, checks, config.cel_limits)  # the in-tree VAPs too, as Engine.load
+            self._files = (key, (files, intree))
         defined = {p.id: p.source for p in files}
         policies, desired, good = list(files), {}, {}
         for obj in self._snapshot("Policy"):
             uid, generation = _identity(obj)
-            policy, problems = load_policy_object(obj, params, checks, config.cel_limits)
+            previous = self._good.get(uid)
+            if same_files and previous is not None and previous[0] == generation:
+                policy, problems = previous[1], []  # this generation compiled, params unchanged: the same policy
+            else:
+                policy, problems = load_policy_object(obj, params, checks, config.cel_limits)
             if policy is not None and policy.id in defined:
                 problems, policy = [f"{label(obj)}:1:1: metadata.name: policy {policy.id!r} is already defined in "
                                     f"{defined[policy.id]}"], None
@@ -163,7 +182,7 @@ class ClusterObjects:
                 exceptions.append(exception)
             desired[_key(obj)] = (uid, generation, _condition(generation, problems, None))
         config.exceptions = tuple(config.exceptions) + tuple(exceptions)
-        engine = Engine(policies, config)
+        engine = Engine(policies, config, intree)
         with self._lock:
             self._desired = desired
         return engine

@@ -35,13 +35,14 @@ class KindWatcher:
 
     def __init__(self, api, resource: ApiResource, handle: Callable[[str, dict], None],
                  count: Callable[[str], None] = lambda verb: None, page_size: int = PAGE_SIZE,
-                 stop: Optional[threading.Event] = None):
+                 stop: Optional[threading.Event] = None, failed: Callable[[], None] = lambda: None):
         self.api = api
         self.resource = resource
         self.handle = handle
         self.count = count  # called with "list" or "watch" for every request made
         self.page_size = page_size
         self.stop = stop or threading.Event()
+        self.failed = failed  # called for every failed list or watch (a 403: a permission the role lacks)
         self.version = ""
         self.relists = 0
         self.listed = threading.Event()  # set after the first complete list
@@ -134,5 +135,6 @@ class KindWatcher:
                 log.info("%s: resourceVersion %s gone, listing again", self.resource.plural, self.version)
             except (ClusterError, OSError, ValueError, Exception) as exc:  # noqa: BLE001 - a watcher never dies
                 log.warning("%s: %s (retrying in %.0fs)", self.resource.plural, exc, backoff)
+                self.failed()
                 self.stop.wait(backoff)
                 backoff = min(backoff * 2, 30.0)

@@ -1,7 +1,7 @@
 """Prometheus metrics of the reports controller (its own registry, served on its own port).
 
-Labels are bounded: `kind` is a kind of the kinds table or a fact kind, `verb` is list or watch, `scope` is
-namespace or cluster.
+Labels are bounded: `kind` is a kind of the kinds table, a fact kind, Policy or PolicyException, `verb` is list or
+watch, `scope` is namespace or cluster, `outcome` is loaded, invalid or deleted.
 """
 
 from __future__ import annotations
@@ -28,9 +28,18 @@ class ReportMetrics:
         self.evaluated = Counter("aiadmit_reports_objects_evaluated_total", "Objects evaluated.", registry=r)
         self.requests = Counter("aiadmit_reports_api_requests_total", "List pages and watches requested.",
                                 ["kind", "verb"], registry=r)
+        self.watch_failures = Counter(
+            "aiadmit_reports_watch_failures_total",
+            "Lists and watches that failed and are retried (a 403 is a permission the role lacks: the kind is "
+            "never read and aiadmit_reports_synced stays 0).", ["kind"], registry=r)
         self.resyncs = Counter("aiadmit_reports_resyncs_total",
                                "Re-reads a fact or policy change caused (namespace: one namespace's objects).",
                                ["scope"], registry=r)
+        self.object_changes = Counter(
+            "aiadmit_reports_cluster_object_changes_total",
+            "Policy and PolicyException objects added, changed (a new generation) or deleted, by what became of them "
+            "(loaded, invalid: left out, its previous generation kept if one loaded; deleted).",
+            ["kind", "outcome"], registry=r)
         self.namespaces = Gauge("aiadmit_reports_namespaces", "Namespaces (and the cluster) with a report.",
                                 registry=r)
         self.synced = Gauge("aiadmit_reports_synced",

@@ -15,9 +15,16 @@ What a change affects:
 - a namespaced fact (a Namespace's labels, a ResourceQuota, a LocalQueue ...):
   every object of that namespace, read again with one list per kind scoped to
   it (objects are not kept, so they are read; no cluster-wide relist);
-- a cluster-scoped fact (PriorityClass, RuntimeClass, a Node's labels) or a
-  policy change (the policy files' mtimes, polled): everything, read again by
-  a relist of each kind (counted in aiadmit_reports_resyncs_total).
+- a cluster-scoped fact (PriorityClass, RuntimeClass, a Node's labels):
+  everything, read again by a relist of each kind (counted in
+  aiadmit_reports_resyncs_total);
+- a policy change: the cluster's `Policy` and `PolicyException` objects
+  (aiadmit.dev, watched like the rest and loaded one by one exactly as the
+  webhook loads them: app/clusterobjects.py) or the policy files (their mtimes,
+  polled): the new engine is compared with the old (app/reportscope.py), and
+  only what it may judge differently is read again: a namespaced exception,
+  its namespace (and only the kinds it and its policies admit); a policy, the
+  kinds it matches, cluster-wide (aiadmit_reports_cluster_object_changes_total).
 Fact objects are compared on what facts read (labels, spec, status less its
 conditions and heartbeats), so a Node's status heartbeat changes nothing.
 """
@@ -34,6 +41,7 @@ from typing import Callable, Optional
 
 from webhook.app.clusteraudit import FACT_KINDS, ListedFacts, _owned_by_listed, audited_kinds, discover
 from webhook.app.kubewatch import KindWatcher
+from webhook.app.reportscope import affected, plan
 from webhook.app.reportstore import ReportStore, encode
 from webhook.app.reportwriter import ReportWriter
 from webhook.model.resource import Origin, Resource
@@ -50,6 +58,8 @@ def kind_id(group: str, kind: str) -> str:
 
 
 FACT_IDS = {kind_id(group, kind) for group, kind in FACT_KINDS}
+OBJECT_KINDS = {("aiadmit.dev", "Policy"), ("aiadmit.dev", "PolicyException")}
+OBJECT_IDS = {kind_id(group, kind) for group, kind in OBJECT_KINDS}
 
 
 def _fact_view(obj: dict) -> tuple:
@@ -63,7 +73,7 @@ def _fact_view(obj: dict) -> tuple:
 class Controller:
     def __init__(self, api, engine, engine_loader: Callable, metrics, context: str = "in-cluster",
                  writer: Optional[ReportWriter] = None, interval: float = 1.0, page_size: int = 500,
-                 reload_paths: tuple = ()):
+                 reload_paths: tuple = (), objects=None):
         self.api = api
         self.load_engine = engine_loader
         self.engine = engine
@@ -75,7 +85,8 @@ class Controller:
         self.store = ReportStore()
         # bounded: a list faster than evaluation waits instead of holding whole objects (the watchers block)
         self.events: queue.Queue = queue.Queue(maxsize=1000)
-        self.resync_wanted: set = set()  # namespaces (None: all) a fact change asks to read again
+        # (namespace or None: all, kind id or None: all) a fact or policy change asks to read again
+        self.resync_wanted: set = set()
         self.stop = threading.Event()
         self.facts_objects: dict[tuple, tuple] = {}  # (kind, ns, name) -> (fact view, Resource)
         self.facts: Optional[ListedFacts] = None
@@ -83,6 +94,10 @@ class Controller:
         self.audited: set[str] = set()  # kind ids (kind_id) of the audited kinds
         self.owner_kinds: set[str] = set()  # their kind names: an owner reference names no group
         self.reload_paths = reload_paths
+        self.objects = objects  # app/clusterobjects.ClusterObjects fed by this controller's watchers, or None
+        self.objects_listed: set[str] = set()  # the object kinds whose first list was read
+        self._objects_dirty = False  # an object listed since the engine was built
+        self.served: set[tuple] = set()
         self.synced = threading.Event()
 
     # -- reading -------------------------------------------------------------
@@ -91,17 +106,19 @@ class Controller:
 
     def start(self) -> None:
         self.writer.load_existing()
-        wanted = audited_kinds(self.engine)
-        served = discover(self.api, wanted | set(FACT_KINDS))
-        self.audited = {kind_id(*key) for key in wanted if key in served}
-        self.owner_kinds = {key[1] for key in wanted if key in served}
+        extra = OBJECT_KINDS if self.objects is not None else set()
+        served = discover(self.api, audited_kinds(self.engine) | set(FACT_KINDS) | extra)
+        self.served = set(served)
+        self._audit(self.engine)
         for key, resource in sorted(served.items()):
             kid = kind_id(*key)
             handle = (lambda kid: lambda type_, obj: self.events.put((type_, kid, obj, time.time())))(kid)
-            watcher = KindWatcher(self.api, resource, handle, self._count(kid), self.page_size, self.stop)
+            watcher = KindWatcher(self.api, resource, handle, self._count(kid), self.page_size, self.stop,
+                                  (lambda kid: lambda: self.metrics.watch_failures.labels(kind=kid).inc())(kid))
             self.watchers[kid] = watcher
-        # facts first, so the first evaluations see every namespace
-        order = [self.watchers[kid] for kid in sorted(self.watchers, key=lambda kid: kid not in FACT_IDS)]
+        # facts and policy objects first, so the first evaluations see every namespace and every policy
+        order = [self.watchers[kid] for kid in sorted(self.watchers,
+                                                      key=lambda kid: kid not in FACT_IDS | OBJECT_IDS)]
         threads = [threading.Thread(target=self._evaluate_loop, name="evaluate", daemon=True),
                    threading.Thread(target=self._write_loop, name="write", daemon=True)]
         if self.reload_paths:
@@ -111,17 +128,23 @@ class Controller:
         for watcher in order:
             thread = threading.Thread(target=watcher.run, name=f"watch-{watcher.resource.plural}", daemon=True)
             thread.start()
-            if kind_id(watcher.resource.group, watcher.resource.kind) in FACT_IDS:
-                watcher.listed.wait(300)  # a fact kind: listed before the objects that read it
+            if kind_id(watcher.resource.group, watcher.resource.kind) in FACT_IDS | OBJECT_IDS:
+                watcher.listed.wait(300)  # a fact or policy kind: listed before the objects that read it
+
+    def _audit(self, engine) -> None:
+        """The audited kinds of `engine` that the cluster serves (a Policy may name a fact kind in match.kinds)."""
+        wanted = audited_kinds(engine)
+        self.audited = {kind_id(*key) for key in wanted if key in self.served}
+        self.owner_kinds = {key[1] for key in wanted if key in self.served}
 
     # -- evaluating ----------------------------------------------------------
     def _evaluate_loop(self) -> None:
         while not self.stop.is_set():
             while self.resync_wanted:
                 wanted, self.resync_wanted = self.resync_wanted, set()
-                for namespace in ([None] if None in wanted else sorted(wanted)):
+                for namespace, kinds in plan(wanted, self.audited):
                     try:
-                        self._relist(namespace)
+                        self._relist(namespace, kinds)
                     except Exception as exc:  # noqa: BLE001 - asked again on the next change
                         log.warning("reading %s again: %s", namespace or "every namespace", exc)
             try:
@@ -138,12 +161,14 @@ class Controller:
                 self.metrics.pending.set(self.events.qsize())
 
     def _event(self, type_: str, kind: str, obj: dict, when: float) -> None:
+        if kind in OBJECT_IDS:
+            self._cluster_object(type_, kind, obj)
+            return
         if type_ == "SYNC":
             self._sync(kind, obj["uids"], when)
             return
-        if type_ == "ENGINE":  # the policies changed: everything is judged again
-            self.engine, self.facts = obj["engine"], None
-            self._relist(None)
+        if type_ == "RELOAD":  # the policy files changed
+            self._swap("policy files")
             return
         meta = obj.get("metadata") or {}
         key = (kind, meta.get("namespace") or "", meta.get("name"))
@@ -185,7 +210,57 @@ class Controller:
         if key[0] == "Namespace" and old is None:
             return  # a new namespace: its objects arrive after it
         namespace = None if key[0] in CLUSTER_FACTS else (key[2] if key[0] == "Namespace" else key[1])
-        self.resync_wanted.add(namespace)  # not queued: this thread is the queue's only consumer
+        self.resync_wanted.add((namespace, None))  # not queued: this thread is the queue's only consumer
+
+    def _cluster_object(self, type_: str, kind: str, obj: dict) -> None:
+        """A Policy or PolicyException event: a new engine when the object's uid or generation changed.
+
+        A status write (the webhook's Loaded condition) is the same generation: nothing. The first list of each kind
+        is read before any audited object, so it swaps the engine without reading anything again."""
+        name = kind.split(".")[0]
+        if type_ == "SYNC":
+            first = kind not in self.objects_listed
+            self.objects_listed.add(kind)
+            if self.objects.keep_only(name, obj["uids"]) or first or self._objects_dirty:
+                self._objects_dirty = False
+                self._swap(f"{name} objects listed", read_again=not first)
+            return
+        obj.setdefault("kind", name)
+        before = self.objects.identity(obj)
+        if type_ == "LIST":
+            if before != (str((obj.get("metadata") or {}).get("uid") or ""), (obj.get("metadata") or {}).get(
+                    "generation")):
+                self.objects.apply("ADDED", obj)
+                self._objects_dirty = True
+            return
+        if type_ != "DELETED" and before == (str(obj["metadata"].get("uid") or ""), obj["metadata"].get("generation")):
+            return  # a status write
+        self.objects.apply(type_, obj)
+        label = "/".join(p for p in (name, (obj.get("metadata") or {}).get("namespace"),
+                                     (obj.get("metadata") or {}).get("name")) if p)
+        self._swap(label)
+        condition = self.objects.conditions().get(label) or {}
+        outcome = "deleted" if type_ == "DELETED" else ("loaded" if condition.get("status") == "True" else "invalid")
+        self.metrics.object_changes.labels(kind=name, outcome=outcome).inc()
+        if outcome == "invalid":
+            log.warning("%s does not load (its status says why): %s", label, condition.get("message", "")[:500])
+
+    def _swap(self, why: str, read_again: bool = True) -> None:
+        """Build the engine again and read again what the new one may judge differently (app/reportscope.py)."""
+        try:
+            engine = self.load_engine()
+        except Exception as exc:  # noqa: BLE001 - a bad policy file keeps the last good engine
+            log.warning("%s: the policies do not load; keeping the previous ones: %s", why, exc)
+            return
+        old, self.engine, self.facts = self.engine, engine, None
+        self._audit(engine)
+        if not read_again:
+            return
+        names = {kid: kid.split(".")[0] for kid in self.audited}
+        wanted = affected(old, engine, names)
+        log.info("%s: the policies changed; reading again %s", why,
+                 ", ".join(sorted(f"{k} in {ns or 'every namespace'}" for ns, k in wanted)) or "nothing")
+        self.resync_wanted |= wanted
 
     def _sync(self, kind: str, uids: set, when: float) -> None:
         """After a (re)list: forget the objects of the kind that the list no longer has."""
@@ -195,11 +270,11 @@ class Controller:
             if uid not in uids:
                 self.store.delete(key, when)
 
-    def _relist(self, namespace: Optional[str]) -> None:
-        """Read again what a fact or policy change affects: one namespace's objects, or all."""
+    def _relist(self, namespace: Optional[str], kinds: Optional[list] = None) -> None:
+        """Read again what a fact or policy change affects: these kinds (default all) in one namespace, or all."""
         self.metrics.resyncs.labels(scope="namespace" if namespace else "cluster").inc()
         now = time.time()
-        for kind in sorted(self.audited):
+        for kind in sorted(self.audited) if kinds is None else kinds:
             seen = set()
             for obj in self.watchers[kind].items(namespace):
                 meta = obj["metadata"]
@@ -233,12 +308,7 @@ class Controller:
             if now == last:
                 continue
             last = now
-            try:
-                engine = self.load_engine()
-            except Exception as exc:  # noqa: BLE001 - a bad policy keeps the last good engine
-                log.warning("policies changed but do not load; keeping the previous ones: %s", exc)
-                continue
-            self.events.put(("ENGINE", "", {"engine": engine}, time.time()))
+            self.events.put(("RELOAD", "", {}, time.time()))  # loaded by the evaluating thread (_swap)
 
     # -- writing -------------------------------------------------------------
     def _write_loop(self) -> None:

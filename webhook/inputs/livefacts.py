@@ -62,6 +62,13 @@ def _key(obj: dict) -> tuple[str, str]:
     return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
 
 
+def raw_watch():
+    """A watch of JSON events (deserialize=False) that skips the client's item-model lookup, which fails for
+    ResourceClaims in kubernetes-client 37 (no V1ResourceClaim): the claims' watch raised and re-listed in a loop."""
+    from kubernetes import watch
+    return watch.Watch(return_type=dict)
+
+
 class Cache:
     """The current objects of one resource type, swapped whole on every change (readers never lock)."""
 
@@ -321,7 +328,6 @@ class LiveFacts:
 
     def run(self, source: _Source) -> None:
         """List, then watch until the resync is due, the watch expires, or the API server fails; repeat."""
-        from kubernetes import watch
         from kubernetes.client.rest import ApiException
 
         cache = source.cache
@@ -332,7 +338,7 @@ class LiveFacts:
                 cache.replace(data.get("items") or [], (data.get("metadata") or {}).get("resourceVersion"))
                 resync_at = self.clock() + self.resync
                 while not self._stop.is_set() and self.clock() < resync_at:
-                    stream = watch.Watch()
+                    stream = raw_watch()
                     for event in stream.stream(source.list_call, resource_version=cache.resource_version,
                                                timeout_seconds=self.watch_seconds, allow_watch_bookmarks=True,
                                                deserialize=False,

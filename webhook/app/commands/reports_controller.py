@@ -1,6 +1,7 @@
 """`aiadmit reports-controller`: keep one PolicyReport / OpenReports Report per namespace current.
 
 Thin: options -> engine, API client, optional Lease election, metrics server -> webhook.app.reportscontroller.
+The cluster's Policy and PolicyException objects are watched (as `serve` does) unless --no-cluster-objects.
 Runs until SIGTERM (exit 0) or a lost Lease (exit 1, so its Deployment restarts it as a candidate).
 Exit 2: bad options, policies that do not load, or no cluster to read.
 """
@@ -38,6 +39,9 @@ def register(subparsers) -> None:
                         help="hold a coordination.k8s.io Lease before writing (run more than one replica)")
     parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "aiadmit"), metavar="NS")
     parser.add_argument("--lease-name", default="aiadmit-reports-controller", metavar="NAME")
+    parser.add_argument("--no-cluster-objects", action="store_true",
+                        help="do not watch the cluster's Policy and PolicyException objects (aiadmit.dev/v1alpha1; "
+                             "watched by default, as `serve` does; none while their CRDs are not installed)")
     parser.set_defaults(func=run)
 
 
@@ -82,8 +86,15 @@ def run(args) -> int:
             elector.stop.set()
             return 0
     reload_paths = tuple(policy_paths(args) or ()) + ((args.config,) if args.config else ())
-    controller = Controller(api, engine, lambda: _engine_or_raise(args), metrics, context,
-                            ReportWriter(api, REPORT_APIS[args.format]), args.interval, args.page_size, reload_paths)
+    objects, loader = None, lambda: _engine_or_raise(args)
+    if not args.no_cluster_objects:
+        from webhook.app.clusterobjects import ClusterObjects
+
+        # fed by the controller's own watchers; no api client: the webhook writes the objects' status, not this
+        objects = ClusterObjects()
+        loader = lambda: objects.engine(policy_paths(args), args.config, None)  # noqa: E731 - as the webhook loads
+    controller = Controller(api, engine, loader, metrics, context, ReportWriter(api, REPORT_APIS[args.format]),
+                            args.interval, args.page_size, reload_paths, objects)
     try:
         controller.start()
     except (ClusterError, OSError) as exc:
