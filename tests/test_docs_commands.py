@@ -30,6 +30,7 @@ RUNS = {
     "aiadmit policies": 0,
     "aiadmit test tests/policies": 0,
     "aiadmit test -f json tests/policies/shm-sized": 0,
+    "aiadmit test examples/update-test": 0,
     "aiadmit test --init examples/policies/team-label.yaml": 0,
     "aiadmit fix --diff examples/manifests/": 1,
     "aiadmit fix --check examples/manifests/": 1,

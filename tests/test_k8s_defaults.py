@@ -98,3 +98,40 @@ def test_a_policy_sees_the_defaulted_object(tmp_path):
     by_name = {e.resource.name: e for e in result.evaluations}
     assert by_name["pinned"].findings == []  # no `replicas`: 1, as the API server defaults it; no error
     assert [f.message.rsplit(": ", 1)[1] for f in by_name["latest"].findings] == ["pin the image"]
+
+
+def test_volume_sources_field_refs_and_claims():
+    pod = {"spec": {"containers": [{"name": "c", "image": "x:1",
+                                    "env": [{"name": "N", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]}],
+                    "volumes": [{"name": "h", "hostPath": {"path": "/var/log"}},
+                                {"name": "d", "downwardAPI": {"items": [{"path": "n", "fieldRef": {
+                                    "fieldPath": "metadata.name"}}]}},
+                                {"name": "p", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}},
+                                {"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {
+                                    "accessModes": ["ReadWriteOnce"]}}}}]}}
+    spec = defaulted(pod, "", "Pod")["spec"]
+    assert spec["containers"][0]["env"][0]["valueFrom"]["fieldRef"] == {"fieldPath": "metadata.name", "apiVersion": "v1"}
+    hostpath, downward, projected, ephemeral = spec["volumes"]
+    assert hostpath["hostPath"] == {"path": "/var/log", "type": ""}
+    assert downward["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"] == "v1"
+    assert downward["downwardAPI"]["defaultMode"] == 420 and projected["projected"]["defaultMode"] == 420
+    assert projected["projected"]["sources"][0]["serviceAccountToken"] == {"path": "t", "expirationSeconds": 3600}
+    assert ephemeral["ephemeral"]["volumeClaimTemplate"]["spec"]["volumeMode"] == "Filesystem"
+
+
+def test_job_replacement_and_per_index_backoff():
+    plain = defaulted({"spec": {"template": {"spec": {}}}}, "batch", "Job")["spec"]
+    assert (plain["podReplacementPolicy"], plain["backoffLimit"]) == ("TerminatingOrFailed", 6)
+    indexed = defaulted({"spec": {"backoffLimitPerIndex": 2, "podFailurePolicy": {"rules": []},
+                                  "template": {"spec": {}}}}, "batch", "Job")["spec"]
+    assert (indexed["podReplacementPolicy"], indexed["backoffLimit"]) == ("Failed", 2147483647)
+
+
+def test_host_network_pod_ports_are_host_ports():
+    pod = {"spec": {"hostNetwork": True, "containers": [{"name": "c", "image": "x:1", "ports": [
+        {"containerPort": 8080}, {"containerPort": 9090, "hostPort": 9091}]}]}}
+    ports = defaulted(pod, "", "Pod")["spec"]["containers"][0]["ports"]
+    assert [(p["containerPort"], p["hostPort"]) for p in ports] == [(8080, 8080), (9090, 9091)]
+    template = {"spec": {"selector": {}, "template": {"spec": pod["spec"]}}}
+    assert "hostPort" not in defaulted(template, "apps", "Deployment")["spec"]["template"]["spec"]["containers"][0][
+        "ports"][0]  # a template's ports are left alone

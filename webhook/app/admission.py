@@ -87,7 +87,20 @@ def _not_wider(new, old) -> bool:
     return isinstance(new, list) and isinstance(old, list) and all(item in old for item in new)
 
 
-def _already_there(finding: Finding, before: dict, new_obj: dict, old_obj: dict) -> bool:
+def findings_before(engine: Engine, old_evaluation) -> dict:
+    """The blocking findings of the old object, by key (Finding.key) -> their messages: what an UPDATE may keep.
+
+    A policy reading `oldObject` judges a change: on the old object (which has no old object of its own) its verdict
+    means nothing, and must not excuse the same finding on the new one as "already present"."""
+    judges_change = {p.id for p in engine.policies if any("oldObject" in e.variables for e in p.expressions())}
+    before: dict = {}
+    for f in old_evaluation.findings:
+        if f.blocking and f.policy not in judges_change:
+            before.setdefault(f.key(), []).append(f.message)
+    return before
+
+
+def already_there(finding: Finding, before: dict, new_obj: dict, old_obj: dict) -> bool:
     """Whether the old object had this violation: same policy, rule, field and result, and the same message or a
     value at the field no wider than the old one (module docstring)."""
     old = before.get(finding.key())
@@ -116,13 +129,7 @@ def validate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None
     if request.get("operation") == "UPDATE" and isinstance(request.get("oldObject"), dict):
         old_resource = resource_of(request, "oldObject")
         old_obj = old_resource.obj
-        old = engine.evaluate(old_resource, facts, deadline, in_tree=False)
-        # A policy reading `oldObject` judges a change: on the old object (which has no old object of its own) its
-        # verdict means nothing, and must not excuse the same finding on the new one as "already present".
-        judges_change = {p.id for p in engine.policies if any("oldObject" in e.variables for e in p.expressions())}
-        for f in old.findings:
-            if f.blocking and f.policy not in judges_change:
-                before.setdefault(f.key(), []).append(f.message)
+        before = findings_before(engine, engine.evaluate(old_resource, facts, deadline, in_tree=False))
     owner = trusted_owner(request, engine.config.trusted_controllers, resource.group, resource.kind)
     blocking: list[Finding] = []
     warnings: list[str] = []
@@ -131,7 +138,7 @@ def validate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None
             check_deadline(deadline)  # 30,000 containers make 360,000 findings: this loop too must stop in time
         if finding.blocking:
             policy = engine.by_id.get(finding.policy)  # None: a ValidatingAdmissionPolicy's, judged as the API server does
-            if policy is not None and before and _already_there(finding, before, resource.obj, old_obj):
+            if policy is not None and before and already_there(finding, before, resource.obj, old_obj):
                 warnings.append(warning(finding, "(already present before this update) "))
             elif policy is not None and owner is not None and policy.match.admits_kind(owner):
                 warnings.append(warning(finding, "(owner admitted by its controller) "))

@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
+from webhook.app import updatecase
 from webhook.engine.core import Engine
 from webhook.model.facts import OfflineFacts
 from webhook.model.findings import Finding
@@ -32,9 +33,10 @@ from webhook.model.resource import InputError, Resource
 from webhook.inputs.sources import iter_manifest_files, load_paths
 from webhook.outputs.diagnostics import PLACED as _PLACED
 
-EXPECTATIONS = ("pass", "fail", "skip", "not-applicable")
-TEST_KEYS = ("apiVersion", "kind", "metadata", "policies", "config", "resources", "context", "cases")
-CASE_KEYS = ("resource", "policy", "expect", "rules", "action", "messageContains", "patch")
+EXPECTATIONS = ("pass", "fail", "skip", "not-applicable", updatecase.ALREADY_PRESENT)
+TEST_KEYS = ("apiVersion", "kind", "metadata", "policies", "config", "resources", "oldResources", "context",
+             "cases")
+CASE_KEYS = ("resource", "oldObject", "policy", "expect", "rules", "action", "messageContains", "patch")
 SELECTOR_KEYS = ("kind", "name", "namespace")
 
 
@@ -125,7 +127,7 @@ def _check_document(doc: _Doc) -> None:
     for key in obj:
         if key not in TEST_KEYS:
             doc.error(f"/{key}", f"unknown key {key!r} in a PolicyTest{_closest(key, TEST_KEYS)}")
-    for key in ("policies", "resources", "context"):
+    for key in ("policies", "resources", "oldResources", "context"):
         if key in obj and not (isinstance(obj[key], list) and all(isinstance(v, str) for v in obj[key])):
             doc.error(f"/{key}", f"{key} must be a list of file names")
     if not obj.get("resources"):
@@ -135,7 +137,8 @@ def _check_document(doc: _Doc) -> None:
         doc.error("/cases" if "cases" in obj else "", "a PolicyTest has a non-empty list of cases")
 
 
-def _check_case(doc: _Doc, position: int, case, engine: Engine, resources: list[Resource]) -> bool:
+def _check_case(doc: _Doc, position: int, case, engine: Engine, resources: list[Resource],
+                old_resources: list[Resource]) -> bool:
     """Whether the case says something that can be checked; else its format errors are recorded."""
     at = f"/cases/{position}"
     before = len(doc.errors)
@@ -179,6 +182,16 @@ def _check_case(doc: _Doc, position: int, case, engine: Engine, resources: list[
                 if rule not in names:
                     doc.error(f"{at}/rules/{index}",
                               f"policy {policy.id} has no rule {rule!r}{_closest(rule, names)}")
+    if "oldObject" in case:
+        problem = updatecase.selector_problem(case["oldObject"])
+        matching = [] if problem else _matching(old_resources, case["oldObject"])
+        if problem or len(matching) != 1:
+            doc.error(f"{at}/oldObject", problem or f"{len(matching)} of this test's oldResources match "
+                      f"{json.dumps(case['oldObject'])}: oldObject selects exactly one")
+        if "patch" in case:
+            doc.error(f"{at}/patch", "patch is checked on CREATE: a case with oldObject cannot have one")
+    elif expect == updatecase.ALREADY_PRESENT:
+        doc.error(f"{at}/expect", "expect: already-present judges an UPDATE: the case needs an oldObject")
     if "patch" in case and not isinstance(case["patch"], list):
         doc.error(f"{at}/patch", "patch is a list of JSON Patch operations")
     if "patch" in case and policy is not None and not policy.mutations and case["patch"]:
@@ -232,22 +245,31 @@ def _run_document(doc: _Doc, base: str, engines: dict) -> TestRun:
     engines[key] = engine
     inputs = load_paths([os.path.join(base, f) for f in obj.get("resources", [])])
     context_inputs = load_paths([os.path.join(base, f) for f in obj.get("context", [])])
-    if inputs.errors or context_inputs.errors:
-        run.errors += _load_errors(inputs) + _load_errors(context_inputs)
+    old_inputs = load_paths([os.path.join(base, f) for f in obj.get("oldResources", [])])
+    if inputs.errors or context_inputs.errors or old_inputs.errors:
+        run.errors += _load_errors(inputs) + _load_errors(context_inputs) + _load_errors(old_inputs)
         return run
     resources = inputs.resources
     facts = OfflineFacts(resources + context_inputs.resources) if obj.get("context") is not None else None
     checked = [(position, case) for position, case in enumerate(obj["cases"])
-               if _check_case(doc, position, case, engine, resources)]
+               if _check_case(doc, position, case, engine, resources, old_inputs.resources)]
     if doc.errors:
         return run
     evaluations: dict[int, object] = {}
     for position, case in checked:
         resource = _matching(resources, case["resource"])[0]
-        if id(resource) not in evaluations:
-            evaluations[id(resource)] = engine.evaluate(resource, facts)
+        old = _matching(old_inputs.resources, case["oldObject"])[0] if "oldObject" in case else None
         label = f"{name}[{position}] {case['policy']} {case.get('expect', 'pass')} {resource.kind}/{resource.name}"
-        result = _run_case(engine, resource, evaluations[id(resource)], facts, case)
+        if old is not None:
+            label += f" (update of {old.kind}/{old.name})"
+            if (id(resource), id(old)) not in evaluations:
+                evaluations[(id(resource), id(old))] = updatecase.evaluate(engine, resource, old, facts)
+            evaluation, before = evaluations[(id(resource), id(old))]
+            result = _run_case(engine, resource, evaluation, facts, case, (before, old))
+        else:
+            if id(resource) not in evaluations:
+                evaluations[id(resource)] = engine.evaluate(resource, facts)
+            result = _run_case(engine, resource, evaluations[id(resource)], facts, case)
         result.test_file, result.name, result.line = doc.path, label, doc.line(f"/cases/{position}")
         run.results.append(result)
     mutating = {p.id for p in engine.policies if p.mutations}
@@ -278,9 +300,12 @@ def outcome(evaluation, policy_id: str) -> tuple[str, list[Finding]]:
     return "pass", findings
 
 
-def _run_case(engine: Engine, resource: Resource, evaluation, facts, case: dict) -> CaseResult:
+def _run_case(engine: Engine, resource: Resource, evaluation, facts, case: dict, update=None) -> CaseResult:
+    """One case; `update` is (the findings the update may keep, the old object) for a case with `oldObject`."""
     expect = case.get("expect", "pass")
     got, findings = outcome(evaluation, case["policy"])
+    if update is not None:
+        got = updatecase.judged(engine, got, findings, update[0], resource, update[1])
     result = CaseResult("", "", True, policy=case["policy"], resource=resource.describe(), expect=expect, got=got)
     problems = []
     if got == "error" and evaluation.errors:

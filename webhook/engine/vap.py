@@ -15,6 +15,7 @@ from typing import Any, Optional
 from webhook.cel.environment import Activation
 from webhook.cel.values import Variables
 from webhook.engine.deadline import check_deadline
+from webhook.engine.vapequivalent import unmatched_reason
 from webhook.k8s.defaults import defaulted
 from webhook.k8s.selectors import selector_matches
 from webhook.language.vapload import InTree, InTreeBinding, InTreePolicy
@@ -82,9 +83,16 @@ def matches(constraints: Optional[dict], resource: Resource, facts: ClusterFacts
         return True
     rules = constraints.get("resourceRules")
     if rules is not None and not any(_rule_matches(rule, resource) for rule in rules):
+        reason = unmatched_reason(constraints, rules, resource, _rule_matches)
+        if reason is not None:
+            raise Unknown(reason)
         return False
-    if any(_rule_matches(rule, resource) for rule in constraints.get("excludeResourceRules") or []):
+    excluded = constraints.get("excludeResourceRules") or []
+    if any(_rule_matches(rule, resource) for rule in excluded):
         return False
+    reason = unmatched_reason(constraints, excluded, resource, _rule_matches)  # excluded in another version?
+    if reason is not None:
+        raise Unknown(f"excludeResourceRules: {reason}")
     if not selector_matches(constraints.get("objectSelector") or {}, resource.labels):
         return False
     selector = constraints.get("namespaceSelector") or {}

@@ -80,11 +80,51 @@ def _container(container: Any) -> None:
     _set(container, "terminationMessagePolicy", "File")
     _set(container, "imagePullPolicy", pull_policy(container.get("image")))
     _map(container, "resources")  # a struct, not a pointer, in the Go type: the stored object always has it
+    for env in container.get("env") or ():
+        _field_ref((env.get("valueFrom") or {}) if isinstance(env, dict) else None)
     for port in container.get("ports") or ():
         if isinstance(port, dict):
             _set(port, "protocol", "TCP")
     for name in ("livenessProbe", "readinessProbe", "startupProbe"):
         _probe(container.get(name))
+
+
+def _field_ref(holder: Any) -> None:
+    """SetDefaults_ObjectFieldSelector: a fieldRef's apiVersion is v1."""
+    if isinstance(holder, dict) and isinstance(holder.get("fieldRef"), dict):
+        _set(holder["fieldRef"], "apiVersion", "v1")
+
+
+def _claim_spec(spec: Any) -> None:
+    """SetDefaults_PersistentVolumeClaimSpec: a claim's volumeMode is Filesystem."""
+    if isinstance(spec, dict):
+        _set(spec, "volumeMode", "Filesystem")
+
+
+def _items(holder: Any, key: str) -> list:
+    """holder[key] when holder is a map and that is a list, else nothing to walk."""
+    items = holder.get(key) if isinstance(holder, dict) else None
+    return items if isinstance(items, list) else []
+
+
+def _volume(volume: dict) -> None:
+    """SetDefaults_Volume and the sources': file modes 0644, hostPath's unset type, token lifetimes, claims."""
+    for source in ("configMap", "secret", "downwardAPI", "projected"):
+        if isinstance(volume.get(source), dict):
+            _set(volume[source], "defaultMode", 420)
+    if isinstance(volume.get("hostPath"), dict):
+        _set(volume["hostPath"], "type", "")
+    for item in _items(volume.get("downwardAPI"), "items"):
+        _field_ref(item)
+    for source in _items(volume.get("projected"), "sources"):
+        if isinstance(source, dict):
+            if isinstance(source.get("serviceAccountToken"), dict):
+                _set(source["serviceAccountToken"], "expirationSeconds", 3600)
+            for item in _items(source.get("downwardAPI"), "items"):
+                _field_ref(item)
+    ephemeral = volume.get("ephemeral")
+    if isinstance(ephemeral, dict) and isinstance(ephemeral.get("volumeClaimTemplate"), dict):
+        _claim_spec(ephemeral["volumeClaimTemplate"].get("spec"))
 
 
 def _requests_from_limits(container: Any) -> None:
@@ -117,9 +157,7 @@ def pod_spec(spec: Any) -> None:
             _container(container)
     for volume in spec.get("volumes") or ():
         if isinstance(volume, dict):
-            for source in ("configMap", "secret", "downwardAPI", "projected"):
-                if isinstance(volume.get(source), dict):
-                    _set(volume[source], "defaultMode", 420)
+            _volume(volume)
 
 
 def _tolerations(spec: dict) -> None:
@@ -145,6 +183,9 @@ def _workload(group: str, kind: str, spec: dict) -> None:
         _rolling(spec, "strategy", maxUnavailable="25%", maxSurge="25%")
     elif kind == "StatefulSet":
         _set(spec, "podManagementPolicy", "OrderedReady")
+        for claim in spec.get("volumeClaimTemplates") or ():
+            if isinstance(claim, dict):
+                _claim_spec(claim.get("spec"))
         _rolling(spec, "updateStrategy", partition=0)
         retention = _map(spec, "persistentVolumeClaimRetentionPolicy")
         if retention is not None:
@@ -156,7 +197,11 @@ def _workload(group: str, kind: str, spec: dict) -> None:
         if spec.get("completions") is None and spec.get("parallelism") is None:
             spec["completions"] = 1
         _set(spec, "parallelism", 1)
-        _set(spec, "backoffLimit", 6)
+        # with backoffLimitPerIndex the job-wide limit is unlimited (math.MaxInt32), else 6
+        _set(spec, "backoffLimit", 2147483647 if spec.get("backoffLimitPerIndex") is not None else 6)
+        # pods are replaced once terminating unless a podFailurePolicy needs them to have failed
+        _set(spec, "podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") is not None
+             else "TerminatingOrFailed")
         _set(spec, "completionMode", "NonIndexed")
         _set(spec, "suspend", False)
     elif kind == "CronJob" and group == "batch":
@@ -176,6 +221,12 @@ def defaulted(obj: Any, group: str, kind: str) -> Any:
         pod_spec(spec)
         if spec is not None:
             _set(spec, "enableServiceLinks", True)  # SetDefaults_Pod: a Pod's, not a template's
+            if spec.get("hostNetwork") is True:  # a host-network Pod's ports are host ports (not a template's)
+                for field in ("initContainers", "containers"):
+                    for container in spec.get(field) or ():
+                        for port in (container.get("ports") or ()) if isinstance(container, dict) else ():
+                            if isinstance(port, dict) and port.get("hostPort") is None:
+                                port["hostPort"] = port.get("containerPort")
             for field in ("initContainers", "containers"):
                 for container in spec.get(field) or ():
                     _requests_from_limits(container)

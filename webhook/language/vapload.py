@@ -197,6 +197,8 @@ def _rules(resource: Resource, at: str, match: dict, problems: _Problems, requir
     resources, as the API server's validation requires; an empty one would silently match nothing."""
     if required and not match.get("resourceRules"):
         problems.add(resource, f"{at}/resourceRules" if "resourceRules" in match else at, "resourceRules is required")
+    if match.get("matchPolicy", "Equivalent") not in ("Exact", "Equivalent"):
+        problems.add(resource, f"{at}/matchPolicy", f"must be Exact or Equivalent, not {match['matchPolicy']!r}")
     for field in ("resourceRules", "excludeResourceRules"):
         for index, rule in enumerate(_list(resource, f"{at}/{field}", match.get(field), problems)):
             if not isinstance(rule, dict):
