@@ -125,7 +125,10 @@ class Engine:
         if namespace_labels is None and resource.namespace and getattr(facts, "complete", False):
             namespace_labels = self._unknown_namespace(resource.namespace, evaluation)
         try:
-            scope.classification = accelerated(self.config.classification, _extended(facts))
+            extended = getattr(facts, "extended_resources", None)  # DeviceClasses' extended resources, if known
+            extended = extended() if callable(extended) else None
+            scope.classification = accelerated(self.config.classification, extended) if extended \
+                else self.config.classification
             scope.workload = build_workload(resource, scope.classification, namespace_labels,
                                             partial(check_deadline, deadline) if deadline is not None else no_tick)
         except ShapeError as exc:
@@ -168,7 +171,8 @@ class Engine:
         """Findings of every matching policy. `deadline` (time.monotonic()) raises BudgetExceeded between rules
         runs, inside the walk over templates and containers."""
         evaluation = self._evaluate(resource, facts, deadline)
-        if self.intree and isinstance(resource.obj, dict):  # the user's ValidatingAdmissionPolicies (engine/vap.py)
+        intree = self.intree  # the user's ValidatingAdmissionPolicies (engine/vap.py); asked without InTree.__bool__
+        if (intree.policies or intree.bindings) and isinstance(resource.obj, dict):
             found, matched = vap.evaluate(self.intree, resource, facts or NoFacts(), deadline)
             evaluation.findings += found
             evaluation.evaluated = evaluation.evaluated or bool(matched)
@@ -312,9 +316,3 @@ class Engine:
         if scope.workload is not None and scope.workload.errors:  # never patch what cannot be read whole
             chosen = []
         return mutation.mutate(scope, chosen, working, scope.classification or self.config.classification, deadline)
-
-
-def _extended(facts: ClusterFacts) -> Optional[dict]:
-    """The extended resources DeviceClasses give, as the facts know them (a provider may not know any)."""
-    found = getattr(facts, "extended_resources", None)
-    return found() if callable(found) else None
