@@ -35,6 +35,8 @@ RUNS = {
     "aiadmit fix --check examples/manifests/": 1,
     "aiadmit fix examples/manifests/": 0,
     "aiadmit audit --policies examples/vap/replicas.yaml examples/vap/deployments.yaml": 1,
+    "aiadmit audit --policies examples/map/sidecar.yaml examples/map/pods.yaml": 0,
+    "aiadmit fix --diff --policies examples/map/sidecar.yaml examples/map/pods.yaml": 1,
     "aiadmit cel 'variables.memoryShm' --object examples/manifests/pytorchjob-gpu.yaml --policy "
     "policies/shm-sized.yaml --rule mounted": 0,
     "aiadmit cel variables.memoryLimit --object examples/manifests/pytorchjob-gpu-compliant.yaml --policy "

@@ -117,10 +117,10 @@ def test_budget_exceeded_denies_or_admits_as_configured(tmp_path):
 class ExplodingEngine(Engine):
     """The real engine whose evaluate/mutate raise: the paths a bug in a policy function would take."""
 
-    def evaluate(self, resource, facts=None, deadline=None):
+    def evaluate(self, resource, facts=None, deadline=None, in_tree=True):
         raise KeyError("boom")
 
-    def mutate(self, resource, facts=None, deadline=None, skip=frozenset()):
+    def mutate(self, resource, facts=None, deadline=None, skip=frozenset(), in_tree=True):
         raise RecursionError("deep")
 
 

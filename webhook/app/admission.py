@@ -105,7 +105,7 @@ def validate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None
     if early is not None:
         return early
     resource = resource_of(request, "object")
-    evaluation = engine.evaluate(resource, facts, deadline)
+    evaluation = engine.evaluate(resource, facts, deadline, in_tree=False)  # MAPs: the API server runs them
     if evaluation.errors:
         detail = "; ".join(one_line(e.message) for e in evaluation.errors[:5])
         return deny(request, f"aiadmit cannot check {resource.describe()}: {detail}", code=400,
@@ -116,7 +116,7 @@ def validate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None
     if request.get("operation") == "UPDATE" and isinstance(request.get("oldObject"), dict):
         old_resource = resource_of(request, "oldObject")
         old_obj = old_resource.obj
-        old = engine.evaluate(old_resource, facts, deadline)
+        old = engine.evaluate(old_resource, facts, deadline, in_tree=False)
         # A policy reading `oldObject` judges a change: on the old object (which has no old object of its own) its
         # verdict means nothing, and must not excuse the same finding on the new one as "already present".
         judges_change = {p.id for p in engine.policies if any("oldObject" in e.variables for e in p.expressions())}
@@ -177,7 +177,7 @@ def mutate(engine: Engine, request: dict, facts: Optional[ClusterFacts] = None,
             request.get("oldObject"), dict) or not _templates_changed(engine, request, deadline)):
         return allow(request, "allowed")
     skip = mutated_in_tree(engine, resource.kind, resource.group, request.get("operation"))
-    mutation = engine.mutate(resource, facts, deadline, skip)
+    mutation = engine.mutate(resource, facts, deadline, skip, in_tree=False)
     problems = list(mutation.errors)
     warnings = [f"aiadmit: mutation not applied: {e}" for e in mutation.errors]
     if not mutation.operations:

@@ -158,7 +158,8 @@ def _check_case(doc: _Doc, position: int, case, engine: Engine, resources: list[
             doc.error(f"{at}/resource", f"{len(matching)} resources match {json.dumps(ref)}: add namespace")
     policy_id = case.get("policy")
     policy = engine.by_id.get(policy_id) if isinstance(policy_id, str) else None
-    intree = isinstance(policy_id, str) and policy_id in engine.intree.policies  # a ValidatingAdmissionPolicy
+    intree = isinstance(policy_id, str) and (policy_id in engine.intree.policies  # a VAP, or a MAP
+                                             or policy_id in engine.intree.mutating)
     if policy is None and not intree:
         doc.error(f"{at}/policy" if "policy" in case else at,
                   f"unknown policy id {policy_id!r}{_closest(policy_id, engine.by_id)}" if "policy" in case

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Optional
 
 from webhook.cel import strictness as strict
 from webhook.cel.operators import binary
-from webhook.cel import patterns
+from webhook.cel import messages, patterns
 from webhook.cel.strictness import SURE_DYN
 from webhook.cel.tree import depth, resolve
 from webhook.cel.constants import DYN, show, type_of_value
@@ -123,7 +123,7 @@ class Checker:
         if self.lenient:
             self.free.add(name)
             return SURE_DYN
-        known = ", ".join(sorted(self.declarations))
+        known = ", ".join(sorted(n for n in self.declarations if not n.startswith("@")))
         raise self.fail(node, f"undeclared reference to {name!r} (this rule's variables: {known})")
 
     def _field(self, node: tuple, operand: Any, field: str) -> Any:
@@ -230,8 +230,8 @@ class Checker:
         if strict.unify(a, b) is None:
             raise self.fail(node, f"no matching overload for '?:' applied to (bool, {show(a)}, {show(b)})")
         if a is SURE_DYN or b is SURE_DYN:  # cel-go joins dyn and any type to dyn
-            return SURE_DYN
-        return a if show(a) == show(b) else DYN
+            return SURE_DYN  # in a MAP's mutation, an empty literal's element type is the other branch's
+        return a if show(a) == show(b) else messages.join(self, node, a, b)
 
     def _homogeneous(self, nodes: list, kinds: list) -> None:
         if self.kubernetes and not self.exempt and (found := strict.mismatch(kinds)):
@@ -271,6 +271,9 @@ class Checker:
             self._homogeneous([n for n, _ in order[part::2]], [k for _, k in order[part::2]])
         one = lambda found: next(iter(found.values())) if len(found) == 1 else DYN  # noqa: E731
         return ("map", one(keys), one(values))
+
+    def _struct(self, node: tuple, scope: Mapping) -> Any:  # `JSONPatch{...}`, `Object{...}`: a MAP's
+        return messages.check(self, node, scope, Struct)
 
     def _binary(self, node: tuple, scope: Mapping) -> Any:
         return binary(self, node, self.check(node[2], scope), self.check(node[3], scope))

@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Any, Callable, Mapping, Optional
 
 from webhook.cel import conversions as cv
-from webhook.cel import fastpaths
+from webhook.cel import fastpaths, messages
 from webhook.cel import runtime as rt, sums
 from webhook.cel.comprehensions import Comprehensions
 from webhook.cel.folding import fold
@@ -124,7 +124,7 @@ def _literal_type(node: tuple) -> type | None:
     return type(node[1]) if node[0] == "lit" else None
 
 
-class _Generator(Comprehensions):
+class _Generator(Comprehensions, messages.Construction):
     """Emits statements into a list of lines and answers, for each node, a Python expression of its value.
 
     `value(node, out, indent, scope)` may append statements (at `indent`) that

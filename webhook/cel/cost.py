@@ -137,7 +137,7 @@ class _Estimator:
                                          "string") else _SIZED_RESULTS.get(node[1], 0.0) * size or 1.0
             reading = {tag: value * _FACTORS.get(node[1], 1.0) for tag, value in _reading(parts).items()}
             return _Est(_merge(cost, reading), result, _root(parts))
-        if kind in ("list", "map"):
+        if kind in ("list", "map", "struct"):
             return _Est(cost, sum(part.size for part in parts) or 1.0)
         if kind == "cond":
             return _Est(cost, max(parts[1].size, parts[2].size),

@@ -46,4 +46,6 @@ def fold(node: tuple) -> tuple:
         return (kind, tuple(fold(n) for n in node[1]))
     if kind == "cond":
         return ("cond", fold(node[1]), fold(node[2]), fold(node[3]))
+    if kind == "struct":
+        return ("struct", node[1], tuple((name, fold(value), optional) for name, value, optional in node[2]))
     return node

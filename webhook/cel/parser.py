@@ -13,6 +13,7 @@ tuples whose first item names them:
     ("binary", op, left, right)     op in == != < <= > >= in + - * / %
     ("and", operands) / ("or", operands)   flattened chains
     ("cond", test, if_true, if_false)
+    ("struct", type_name, ((field, value, optional), ...))   TypeName{field: value, ?field: optional}
 
 Errors are ParseError with the column (1-based) where the parser stopped, the
 same shape as the reference CEL library's reports.
@@ -203,9 +204,34 @@ class _Parser:
                 self.expect("]")
                 node = self.mark((("optindex" if optional else "index"), node, index), position)
             elif self.peek("{"):
-                raise self.fail("message construction is not supported")
+                name = _type_name(node)
+                if name is None:
+                    raise self.fail("a message is constructed from a type name, such as JSONPatch{...}")
+                node = self.mark(("struct", name, self.fields()), self.positions.get(id(node), 0))
             else:
                 return node
+
+    def fields(self) -> tuple:
+        """`{field: value, ?field: optional, ...}` of a message construction (CEL's `FieldInits`)."""
+        self.expect("{")
+        fields, seen = [], set()
+        while not self.peek("}"):
+            optional = self.peek("?")
+            if optional:
+                self.take()
+            kind, name, position = self.take()
+            if kind not in ("ident", "field") or not isinstance(name, str):
+                raise ParseError(f"expected a field name, found {self._show(kind, name)}", self.source, position)
+            if name in seen:
+                raise ParseError(f"field {name!r} is set twice", self.source, position)
+            seen.add(name)
+            self.expect(":")
+            fields.append((name, self.expr(), optional))
+            if not self.peek(","):
+                break
+            self.take()
+        self.expect("}")
+        return tuple(fields)
 
     def arguments(self) -> tuple:
         self.expect("(")
@@ -281,6 +307,17 @@ class _Parser:
             self.expect("}")
             return self.mark(("map", tuple(entries)), position)
         raise self.fail("expected an expression")
+
+
+def _type_name(node: tuple):
+    """`A.b.c` as the dotted type name a message construction names, or None when `node` is not a plain name."""
+    steps = []
+    while node[0] == "select":
+        steps.append(node[2])
+        node = node[1]
+    if node[0] != "ident":
+        return None
+    return ".".join([node[1]] + list(reversed(steps)))
 
 
 def parse(source: str) -> tuple:

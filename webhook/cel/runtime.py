@@ -15,6 +15,7 @@ import math
 from typing import Any, Callable
 
 from webhook.cel.parser import INT64_MAX, INT64_MIN, UINT64_MAX, UInt
+from webhook.cel.messages import Message
 from webhook.cel.quantities import Quantity
 from webhook.cel.values import NONE, EvalError, Optional, Unsupported, Variables  # noqa: F401 - re-exported
 
@@ -115,7 +116,9 @@ def equals(a: Any, b: Any) -> bool:
         return a.ns == b.ns
     if ta is tb and ta in _OPAQUE:
         return a == b
-    if ta is dict and tb is dict:
+    if ta is Message and tb is Message and a.type_name != b.type_name:
+        return False
+    if (ta is dict and tb is dict) or (ta is Message and tb is Message):
         if len(a) != len(b):
             return False
         for key, value in a.items():
@@ -245,6 +248,10 @@ def select(value: Any, field: str) -> Any:
         return value.get(field)
     if type(value) is Optional:  # `x.?a.b`: selection on an optional chains
         return opt_select(value, field)
+    if isinstance(value, Message):  # `Object.spec{...}.x` (cel/messages.py): a message's field
+        if field in value:
+            return value[field]
+        raise EvalError(f"no such field: {field}")
     raise EvalError(f"no such field {field!r} on a {_type_name(value)}")
 
 
@@ -318,6 +325,8 @@ def has_field(value: Any, field: str) -> bool:
         return field in value.programs
     if type(value) is Optional:  # `has(x.?a.b)`: false when the chain is empty
         return value is not NONE and has_field(value.value, field)
+    if isinstance(value, Message):
+        return field in value
     raise overload("has", value)
 
 

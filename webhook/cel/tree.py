@@ -55,6 +55,8 @@ def children(node: tuple) -> list:
         return [part for entry in node[1] for part in entry]
     if kind == "cond":
         return [node[1], node[2], node[3]]
+    if kind == "struct":
+        return [value for _, value, _ in node[2]]
     if kind == "call":
         return ([node[2]] if node[2] is not None else []) + list(node[3])
     return []

@@ -29,10 +29,11 @@ from webhook.k8s.workload import (Classification, Container, PodTemplate, ShapeE
 from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.language.checks import Checks
 from webhook.language.config import Config, ConfigError, load_config
-from webhook.engine import vap
+from webhook.engine import mapeval, mapreport, vap
 from webhook.language.loader import load_all
 from webhook.language.vapload import InTree
 from webhook.language.policy import Policy, Rule
+from webhook.model import patch
 from webhook.model import pointer as jp
 from webhook.model.facts import ClusterFacts, NoFacts
 from webhook.model.findings import Evaluation, Finding, Mutation
@@ -191,7 +192,7 @@ class Engine:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, resource: Resource, facts: Optional[ClusterFacts] = None,
-                 deadline: Optional[float] = None) -> Evaluation:
+                 deadline: Optional[float] = None, in_tree: bool = True) -> Evaluation:
         """Findings of every matching policy. `deadline` (time.monotonic()) raises BudgetExceeded between rules
         runs, inside the walk over templates and containers."""
         evaluation = self._evaluate(resource, facts, deadline)
@@ -201,6 +202,14 @@ class Engine:
             evaluation.findings += found
             evaluation.evaluated = evaluation.evaluated or bool(matched)
             evaluation.policies += tuple(name for name in matched if name not in evaluation.policies)
+        if in_tree and self.intree.mutating_bindings and isinstance(resource.obj, dict):  # MAPs (mapeval.py)
+            outcome = mapeval.mutate(self.intree, resource, facts or NoFacts(), deadline)
+            steps: dict = {}
+            for p, b, before, after in outcome.steps:  # a reinvoked policy's steps add up
+                steps.setdefault((p, b), []).extend(mapreport.changes(before, after))
+            evaluation.findings += mapreport.findings(outcome, steps, resource)
+            evaluation.evaluated = evaluation.evaluated or bool(outcome.matched)
+            evaluation.policies += tuple(name for name in outcome.matched if name not in evaluation.policies)
         return evaluation
 
     def _evaluate(self, resource: Resource, facts: Optional[ClusterFacts], deadline: Optional[float]) -> Evaluation:
@@ -330,13 +339,37 @@ class Engine:
 
     # ------------------------------------------------------------------ mutation
     def mutate(self, resource: Resource, facts: Optional[ClusterFacts] = None,
-               deadline: Optional[float] = None, skip: frozenset = frozenset()) -> Mutation:
+               deadline: Optional[float] = None, skip: frozenset = frozenset(), in_tree: bool = True) -> Mutation:
         """JSON Patch that adds what the matching policies' mutations describe, where it is absent (mutation.py);
-        `skip`: ids of policies whose mutations another applies (the API server, config `inTree`)."""
+        `skip`: ids of policies whose mutations another applies (the API server, config `inTree`). `in_tree`: the
+        user's MutatingAdmissionPolicies first, as the API server runs them before the webhooks (fix, test; the
+        webhook itself leaves them to the API server)."""
         working = copy_json(resource.obj, deadline) if deadline is not None else copy.deepcopy(resource.obj)
+        early: list = []
+        if in_tree and self.intree.mutating_bindings and isinstance(working, dict):
+            early = self._mutate_in_tree(resource, facts, deadline, working)
         scope, chosen = self.scope(Resource(working, resource.origin), facts, deadline)
         chosen = [p for p in chosen if p.mutations and p.id not in skip
                   and not self.enforcement.observes_only(p, scope.ceiling)]
         if scope.workload is not None and scope.workload.errors:  # never patch what cannot be read whole
             chosen = []
-        return mutation.mutate(scope, chosen, working, scope.classification or self.config.classification, deadline)
+        out = mutation.mutate(scope, chosen, working, scope.classification or self.config.classification, deadline)
+        for policy, operations in reversed(early):
+            out.operations[:0] = operations
+            out.by_policy = {policy: out.by_policy.get(policy, []) + operations, **out.by_policy}
+        return out
+
+    def _mutate_in_tree(self, resource: Resource, facts: Optional[ClusterFacts], deadline: Optional[float],
+                        working: dict) -> list:
+        """The MAPs' writes applied to `working` (engine/mapreport.py `onto`): [(policy, operations)]."""
+        outcome = mapeval.mutate(self.intree, resource, facts or NoFacts(), deadline, redefault=False)
+        found = []
+        for policy, _, before, after in outcome.steps:
+            operations = mapreport.onto(working, mapreport.changes(before, after))
+            operations = [op for op in operations if op["op"] == "add"]  # a removal is not written (fix adds)
+            for operation in operations:
+                patch.apply(working, operation)
+            if operations:
+                found.append((policy, operations))
+        return found
+

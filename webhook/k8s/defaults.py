@@ -107,6 +107,11 @@ def pod_spec(spec: Any) -> None:
     _set(spec, "terminationGracePeriodSeconds", 30)
     _set(spec, "schedulerName", "default-scheduler")
     _map(spec, "securityContext")
+    # v1's deprecated serviceAccount mirrors serviceAccountName (read when the name is unset, written from it)
+    if not spec.get("serviceAccountName") and isinstance(spec.get("serviceAccount"), str) and spec["serviceAccount"]:
+        spec["serviceAccountName"] = spec["serviceAccount"]
+    if isinstance(spec.get("serviceAccountName"), str) and spec["serviceAccountName"]:
+        spec["serviceAccount"] = spec["serviceAccountName"]
     for field in ("initContainers", "containers", "ephemeralContainers"):
         for container in spec.get(field) or ():
             _container(container)

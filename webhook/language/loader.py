@@ -18,6 +18,7 @@ from webhook.language.policy import Policy, PolicyLoadError
 from webhook.language.schemacheck import errors as schema_errors
 from webhook.language.schemacheck import locate_error
 from webhook.language.sourcemap import locate
+from webhook.language import mapload
 from webhook.language.vapload import InTree, is_intree, read_intree
 from webhook.model import pointer as jp
 from webhook.model.resource import Resource
@@ -102,7 +103,7 @@ def _compile(loaded, params, checks, limits, texts=None, prepare=None) -> tuple[
             others.append(resource)
         else:
             ours.append((resource, doc))
-    intree, others, intree_problems = read_intree(intree_docs, others, limits)
+    intree, others, intree_problems = read_intree(intree_docs, others, limits, mapload.read)
     for resource, pointer, message, offset in intree_problems:
         path = resource.origin.file or ""
         if offset is not None and path not in texts:

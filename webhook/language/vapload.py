@@ -23,6 +23,7 @@ from webhook.model.resource import Resource
 API = "admissionregistration.k8s.io/v1"
 POLICY, BINDING = "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"
 KINDS = (POLICY, BINDING)
+MUTATING_KINDS = ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")  # language/mapload.py reads them
 ACTIONS = {"Deny": "deny", "Warn": "warn", "Audit": "audit"}
 _BASE = {"object": DYN, "oldObject": DYN, "request": DYN, "params": DYN, "namespaceObject": DYN, "authorizer": DYN}
 # What an offline run cannot answer: who asks (RBAC through `authorizer`, the user in `request.userInfo`).
@@ -78,13 +79,15 @@ class InTree:
     policies: dict = field(default_factory=dict)
     bindings: list = field(default_factory=list)
     params: list = field(default_factory=list)
+    mutating: dict = field(default_factory=dict)  # MutatingAdmissionPolicies (language/mapload.py)
+    mutating_bindings: list = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.policies or self.bindings)
+        return bool(self.policies or self.bindings or self.mutating or self.mutating_bindings)
 
 
 def is_intree(doc: Any) -> bool:
-    return isinstance(doc, dict) and doc.get("apiVersion") == API and doc.get("kind") in KINDS
+    return isinstance(doc, dict) and doc.get("apiVersion") == API and doc.get("kind") in KINDS + MUTATING_KINDS
 
 
 class _Problems(list):
@@ -92,12 +95,18 @@ class _Problems(list):
         self.append((resource, pointer, message, offset))
 
 
-def read_intree(resources: list, others: list, limits: Optional[Limits] = None) -> tuple[InTree, list, list]:
+def read_intree(resources: list, others: list, limits: Optional[Limits] = None,
+                mutating: Any = None) -> tuple[InTree, list, list]:
     """(the in-tree set, the `others` that are not its param objects, problems as (resource, pointer, message,
     offset in the expression or None)). A binding naming a policy that is not given is a problem: it would bind
-    nothing, silently."""
+    nothing, silently. `mutating(resources, found, problems, limits)` reads the MutatingAdmissionPolicies
+    (language/mapload.py `read`, which builds on this module's checks)."""
     found, problems = InTree(), _Problems()
+    if mutating is not None:
+        mutating([r for r in resources if r.kind in MUTATING_KINDS], found, problems, limits)
     for resource in resources:
+        if resource.kind in MUTATING_KINDS:
+            continue
         if resource.kind == POLICY:
             policy = _policy(resource, problems, limits)
             if policy is None:
@@ -113,8 +122,8 @@ def read_intree(resources: list, others: list, limits: Optional[Limits] = None) 
     for binding in found.bindings:
         if binding.policy not in found.policies:
             problems.add(binding.resource, "/spec/policyName", f"no {POLICY} named {binding.policy!r} is given")
-    kinds = {(p.param_kind.get("apiVersion"), p.param_kind.get("kind")) for p in found.policies.values()
-             if p.param_kind}
+    kinds = {(p.param_kind.get("apiVersion"), p.param_kind.get("kind"))
+             for p in list(found.policies.values()) + list(found.mutating.values()) if p.param_kind}
     rest = []
     for resource in others:
         if (resource.api_version, resource.kind) in kinds:
