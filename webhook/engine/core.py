@@ -127,8 +127,10 @@ class Engine:
         if namespace_labels is None and resource.namespace and getattr(facts, "complete", False):
             namespace_labels = self._unknown_namespace(resource.namespace, evaluation)
         try:
-            extended = _extended(facts)
-            scope.classification = accelerated(self.config.classification, extended)
+            extended = getattr(facts, "extended_resources", None)  # DeviceClasses' extended resources, if known
+            extended = extended() if callable(extended) else None
+            scope.classification = accelerated(self.config.classification, extended) if extended \
+                else self.config.classification
             tick = partial(check_deadline, deadline) if deadline is not None else no_tick
             scope.workload = build_workload(resource, scope.classification, namespace_labels, tick)
             if extended is None and getattr(facts, "complete", False):  # the live DeviceClasses are unknown
@@ -194,7 +196,8 @@ class Engine:
         """Findings of every matching policy. `deadline` (time.monotonic()) raises BudgetExceeded between rules
         runs, inside the walk over templates and containers."""
         evaluation = self._evaluate(resource, facts, deadline)
-        if self.intree and isinstance(resource.obj, dict):  # the user's ValidatingAdmissionPolicies (engine/vap.py)
+        intree = self.intree  # the user's ValidatingAdmissionPolicies (engine/vap.py); asked without InTree.__bool__
+        if (intree.policies or intree.bindings) and isinstance(resource.obj, dict):
             found, matched = vap.evaluate(self.intree, resource, facts or NoFacts(), deadline)
             evaluation.findings += found
             evaluation.evaluated = evaluation.evaluated or bool(matched)
@@ -370,8 +373,3 @@ class Engine:
                 found.append((policy, operations))
         return found
 
-
-def _extended(facts: ClusterFacts) -> Optional[dict]:
-    """The extended resources DeviceClasses give, as the facts know them (a provider may not know any)."""
-    found = getattr(facts, "extended_resources", None)
-    return found() if callable(found) else None

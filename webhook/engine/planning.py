@@ -1,8 +1,9 @@
 """What one policy runs at one level, decided once per (policy, level, classes), and the checks made in Python.
 
-A rule whose `when` starts with has() of an absent field is false whatever
-else it says, so the engine tests those fields in Python and runs no CEL for
-it. Which rules apply at a level depends only on the resource's classes and
+A rule whose `when` has a top-level has() of an absent field (or an
+exists(v, has(v.f)) over a list none of whose maps holds f) is false whatever
+else it says, so the engine tests those in Python and runs no CEL for it.
+Which rules apply at a level depends only on the resource's classes and
 whether its template has a pod spec: planned once per engine.
 """
 
@@ -63,7 +64,9 @@ _ROOTS = {"container": "c", "pod": "p", "podMeta": "m"}  # any other variable: t
 
 def _held(checks: tuple) -> Callable:
     """One Python function that tests every (variable, field path) of `checks` as CEL's has() sees it (each step a
-    map that holds the next name) and answers bit i set when check i holds: no loop and no call per check.
+    map that holds the next name) and answers bit i set when check i holds: no loop and no call per check. A check
+    (variable, field path, f) is `path.exists(v, has(v.f))` (language/guards.py): its bit is clear only where CEL
+    would answer false without an error (a list of maps, none holding f).
 
     Generated from the plan's own field names (each written as a Python literal by repr), compiled once per plan."""
     lines = ["def held(obj, template, container):",
@@ -71,11 +74,14 @@ def _held(checks: tuple) -> Callable:
              "    p = template.spec if template else None",
              "    m = template.metadata if template else None",
              "    bits = 0"]
-    for bit, (variable, path) in enumerate(checks):
+    for bit, (variable, path, *field) in enumerate(checks):
         node, tests = _ROOTS.get(variable, "obj"), []
         for name in path:
             tests.append(f"isinstance({node}, dict) and {name!r} in {node}")
             node = f"{node}[{name!r}]"
+        if field:  # exists(v, has(v.f)): cleared only when the path is a list of maps none of which holds f
+            tests = [f"not ({' and '.join(tests)} and isinstance({node}, list) and "
+                     f"all(isinstance(v, dict) and {field[0]!r} not in v for v in {node}))"]
         lines.append(f"    if {' and '.join(tests) or 'True'}: bits |= {1 << bit}")
     lines.append("    return bits")
     namespace: dict = {}

@@ -17,10 +17,11 @@ from typing import Any, Optional
 
 from webhook.cel.checker import WHOLE, Struct
 from webhook.cel.cost import Limits
-from webhook.cel.environment import CelError, Expression, MessageExpression, Template, required_presence
+from webhook.cel.environment import CelError, Expression, MessageExpression, Template
 from webhook.k8s.versions import DEFAULT_PORTABILITY, version as kubernetes_version
 from webhook.language.checks import Checks
 from webhook.language.declarations import for_level
+from webhook.language.guards import python_guards
 from webhook.language.policy import Match, Mutation, Policy, Rule
 from webhook.language.schemanative import NativeSchemaRule, compile_schema
 from webhook.model import pointer as jp
@@ -97,6 +98,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         return binding_reads(found, named_reads, by_name)
 
     named_reads = _named_reads(named)
+    guard_sources = {name: e.source for name, e in named.items()}  # what a `when`'s variables.NAME stands for
 
     rules = []
     for position, raw in enumerate(doc["rules"]):
@@ -138,7 +140,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             when_unknown=raw.get("whenUnknown", "skip"),
             target=raw.get("target", doc["target"]),
             classes=frozenset(raw.get("classes", ())),
-            presence=required_presence(raw["when"]) if raw.get("when") else (),
+            presence=python_guards(raw["when"], guard_sources) if raw.get("when") else (),
         )
         if rule.target != doc["target"] and not (rule.target == "pod" and doc["target"] == "container"):
             problems.append((f"{where}/target", "only a rule of a container policy can target the pod"))

@@ -42,7 +42,7 @@ class Rule:
     variables: frozenset = frozenset()
     target: str = "container"  # the level it is evaluated at: the policy's target, or `pod` in a container policy
     classes: frozenset = frozenset()  # the workload must have all of these for the rule to apply
-    presence: tuple = ()  # (variable, field path) that its `when` requires, checked before any CEL
+    presence: tuple = ()  # what its `when` requires, checked before any CEL (language/guards.py)
     needs_pod: bool = False  # reads the pod spec or its metadata: not run where a kind has no pod spec
 
     def __post_init__(self) -> None:
