@@ -135,3 +135,31 @@ def test_host_network_pod_ports_are_host_ports():
     template = {"spec": {"selector": {}, "template": {"spec": pod["spec"]}}}
     assert "hostPort" not in defaulted(template, "apps", "Deployment")["spec"]["template"]["spec"]["containers"][0][
         "ports"][0]  # a template's ports are left alone
+
+
+def test_statefulset_rolling_update_made_only_when_the_type_was_unset():
+    """SetDefaults_StatefulSet makes rollingUpdate (partition 0, maxUnavailable 1) only for an unset type; an
+    explicit RollingUpdate without rollingUpdate stays so, and its claims get apiVersion/kind and phase Pending."""
+    spec = {"selector": {"matchLabels": {"a": "s"}}, "template": {"metadata": {"labels": {"a": "s"}}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {}}]}
+    untyped = defaulted({"kind": "StatefulSet", "spec": spec}, "apps", "StatefulSet")["spec"]
+    assert untyped["updateStrategy"] == {"type": "RollingUpdate",
+                                         "rollingUpdate": {"partition": 0, "maxUnavailable": 1}}
+    [claim] = untyped["volumeClaimTemplates"]
+    assert (claim["apiVersion"], claim["kind"], claim["status"], claim["spec"]["volumeMode"]) == (
+        "v1", "PersistentVolumeClaim", {"phase": "Pending"}, "Filesystem")
+    typed = defaulted({"kind": "StatefulSet", "spec": {**spec, "updateStrategy": {"type": "RollingUpdate"}}},
+                      "apps", "StatefulSet")["spec"]
+    assert typed["updateStrategy"] == {"type": "RollingUpdate"}
+
+
+def test_replication_controller_and_job_take_the_template_labels():
+    """SetDefaults_ReplicationController / SetDefaults_Job: empty labels (and an RC's selector) from the template."""
+    template = {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}
+    rc = defaulted({"kind": "ReplicationController", "metadata": {"name": "r"}, "spec": {"template": template}},
+                   "", "ReplicationController")
+    assert rc["metadata"]["labels"] == rc["spec"]["selector"] == {"app": "x"}
+    job = defaulted({"kind": "Job", "metadata": {"name": "j", "labels": {"own": "1"}}, "spec": {"template": template}},
+                    "batch", "Job")
+    assert job["metadata"]["labels"] == {"own": "1"} and job["spec"]["manualSelector"] is False
+    assert "selector" not in job["spec"]  # generated from the uid by the API server, not defaulted

@@ -5,8 +5,11 @@ Why: an in-tree policy sees the object after defaulting (a Deployment without `r
 API server (engine/vap.py runs policies on `defaulted(object)`). These are the defaults of k8s.io/kubernetes
 v1.37 (pkg/apis/core/v1/defaults.go, pkg/apis/apps/v1/defaults.go, pkg/apis/batch/v1/defaults.go) and the
 DefaultTolerationSeconds admission plugin (plugin/pkg/admission/defaulttolerationseconds), written from their
-documented behaviour for the fields listed here; other fields are left as written. CRDs' structural-schema defaults
-and the admission plugins that need the cluster (ServiceAccount, Priority, LimitRanger) are not applied.
+source for the fields listed here, plus what v1 conversion and serialisation add (a StatefulSet's claim templates'
+apiVersion/kind, `metadata: {}` for an unset ObjectMeta struct); other fields are left as written. Held to the
+API server's stored objects by tests/test_k8s_defaults_recorded.py. CRDs' structural-schema defaults, the admission
+plugins that need the cluster (ServiceAccount, Priority, LimitRanger) and the registry strategies' create-time
+fields (a Job's uid-based selector, a DaemonSet's template generation) are not applied.
 """
 
 from __future__ import annotations
@@ -24,13 +27,15 @@ _WORKLOADS = {
 }
 
 
-def _rolling(spec: dict, field: str, **defaults) -> None:
-    """A workload's update strategy: RollingUpdate unless set, and that strategy's own defaults."""
+def _rolling(spec: dict, field: str, only_if_untyped: bool = False, **defaults) -> None:
+    """A workload's update strategy: RollingUpdate unless set, and that strategy's own defaults (a StatefulSet
+    gets a rollingUpdate made only when the type was unset: SetDefaults_StatefulSet)."""
     strategy = _map(spec, field)
     if strategy is None:
         return
+    untyped = strategy.get("type") is None
     _set(strategy, "type", "RollingUpdate")
-    if strategy["type"] == "RollingUpdate":
+    if strategy["type"] == "RollingUpdate" and (untyped or not only_if_untyped or strategy.get("rollingUpdate")):
         rolling = _map(strategy, "rollingUpdate")
         if rolling is not None:
             for key, value in defaults.items():
@@ -71,6 +76,8 @@ def _probe(probe: Any) -> None:
     if isinstance(probe.get("httpGet"), dict):
         _set(probe["httpGet"], "path", "/")
         _set(probe["httpGet"], "scheme", "HTTP")
+    if isinstance(probe.get("grpc"), dict):
+        _set(probe["grpc"], "service", "")  # zz_generated.defaults.go: GRPCAction.Service defaults to ""
 
 
 def _container(container: Any) -> None:
@@ -124,6 +131,7 @@ def _volume(volume: dict) -> None:
                 _field_ref(item)
     ephemeral = volume.get("ephemeral")
     if isinstance(ephemeral, dict) and isinstance(ephemeral.get("volumeClaimTemplate"), dict):
+        _map(ephemeral["volumeClaimTemplate"], "metadata")  # an ObjectMeta struct: stored as {} when unset
         _claim_spec(ephemeral["volumeClaimTemplate"].get("spec"))
 
 
@@ -173,6 +181,20 @@ def _tolerations(spec: dict) -> None:
         tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300})
 
 
+def _labels_from_template(out: dict, spec: dict, selector: bool) -> None:
+    """SetDefaults_ReplicationController / SetDefaults_Job: with template labels, empty object labels (and an RC's
+    empty selector) are those labels."""
+    template = spec.get("template")
+    labels = (template.get("metadata") or {}).get("labels") if isinstance(template, dict) else None
+    if not isinstance(labels, dict):
+        return
+    if selector and not spec.get("selector"):
+        spec["selector"] = dict(labels)
+    metadata = _map(out, "metadata")
+    if metadata is not None and not metadata.get("labels"):
+        metadata["labels"] = dict(labels)
+
+
 def _workload(group: str, kind: str, spec: dict) -> None:
     if kind in ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"):
         _set(spec, "replicas", 1)
@@ -185,8 +207,14 @@ def _workload(group: str, kind: str, spec: dict) -> None:
         _set(spec, "podManagementPolicy", "OrderedReady")
         for claim in spec.get("volumeClaimTemplates") or ():
             if isinstance(claim, dict):
+                # v1 conversion (apps/v1 conversion.go, issue 87583) writes the claims' apiVersion and kind
+                claim["apiVersion"], claim["kind"] = "v1", "PersistentVolumeClaim"
                 _claim_spec(claim.get("spec"))
-        _rolling(spec, "updateStrategy", partition=0)
+                status = _map(claim, "status")  # SetDefaults_PersistentVolumeClaim
+                if status is not None:
+                    _set(status, "phase", "Pending")
+        # maxUnavailable 1: the MaxUnavailableStatefulSet gate, on by default since v1.37 (off on 1.35-1.36)
+        _rolling(spec, "updateStrategy", only_if_untyped=True, partition=0, maxUnavailable=1)
         retention = _map(spec, "persistentVolumeClaimRetentionPolicy")
         if retention is not None:
             _set(retention, "whenDeleted", "Retain")
@@ -204,6 +232,7 @@ def _workload(group: str, kind: str, spec: dict) -> None:
              else "TerminatingOrFailed")
         _set(spec, "completionMode", "NonIndexed")
         _set(spec, "suspend", False)
+        _set(spec, "manualSelector", False)
     elif kind == "CronJob" and group == "batch":
         _set(spec, "concurrencyPolicy", "Allow")
         _set(spec, "suspend", False)
@@ -237,8 +266,12 @@ def defaulted(obj: Any, group: str, kind: str) -> Any:
         return out
     if kind != "PodTemplate":
         _workload(group, kind, spec)
+    if (group, kind) in (("", "ReplicationController"), ("batch", "Job")):
+        _labels_from_template(out, spec, selector=kind == "ReplicationController")
     where: Any = out
     for key in _WORKLOADS[(group, kind)]:
+        if key == "spec" and where is not out:
+            _map(where, "metadata")  # a template's ObjectMeta is a struct: stored as {} when unset
         where = _map(where, key)
         if where is None:
             return out
