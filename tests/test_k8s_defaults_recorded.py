@@ -16,7 +16,21 @@ import defaults_record
 from webhook.k8s.defaults import defaulted
 
 # path pattern (fnmatch over the flattened path) -> why the offline defaulting leaves it out
-NOT_OFFLINE: dict[str, str] = {}
+_GENERATED = ("the Job registry strategy's PrepareForCreate (generateSelector) adds the controller-uid and job-name "
+              "labels and selector, from the uid the API server assigns to the request: not a defaulting function")
+_PRIORITY = ("the Priority admission plugin sets priority and preemptionPolicy from the cluster's PriorityClasses "
+             "(here none: 0 and PreemptLowerPriority): not a defaulting function, it needs the cluster")
+NOT_OFFLINE: dict[str, str] = {
+    "job-*/metadata/labels/*": _GENERATED,
+    "job-*/spec/selector/matchLabels/*": _GENERATED,
+    # the template's metadata: {} offline holds the generated labels on the API server
+    "job-*/spec/template/metadata": _GENERATED,
+    "pod-*/spec/priority": _PRIORITY,
+    "pod-*/spec/preemptionPolicy": _PRIORITY,
+    "ds-*/metadata/annotations/deprecated.daemonset.template.generation":
+        "the DaemonSet registry strategy's PrepareForCreate sets spec.templateGeneration (1 on create, after "
+        "mutating admission) and v1 conversion writes it into this annotation: not a defaulting function",
+}
 
 
 def _flat(value, path: str = "") -> dict:
