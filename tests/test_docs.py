@@ -53,3 +53,28 @@ def test_every_built_in_rule_and_mutation_says_whether_it_is_exported_and_why_no
                 assert reason and reason.split(" (")[0][:40] in said, (policy.id, name, said, reason)
             checked += 1
     assert checked >= 80, checked
+
+
+def test_every_policy_section_says_how_it_reads_dra_devices_pod_level_resources_and_sidecars():
+    """Issue 22: docs/policies.md says, for each policy file in policies/, how it reads DRA devices, pod-level
+    resources and native sidecars: the three lines of its "Kubernetes 1.35–1.37 forms", each with something said
+    (the text of the policy file's `forms`, so the doc and the file cannot disagree)."""
+    import yaml
+
+    with open(os.path.join(ROOT, "docs", "policies.md"), encoding="utf-8") as handle:
+        sections = {part.split("\n", 1)[0]: part for part in handle.read().split("\n## ")[1:]}
+    files = sorted(name for name in os.listdir(os.path.join(ROOT, "policies")) if name.endswith(".yaml"))
+    missing = []
+    for name in files:
+        with open(os.path.join(ROOT, "policies", name), encoding="utf-8") as handle:
+            policy = yaml.safe_load(handle)
+        forms = policy.get("forms") or {}
+        section = sections.get(policy["metadata"]["name"], "")
+        forms_part = section.split("### Kubernetes 1.35–1.37 forms", 1)[1] if "### Kubernetes 1.35–1.37 forms" \
+            in section else ""
+        for key, label in (("dra", "DRA devices"), ("podLevelResources", "Pod-level resources"),
+                           ("sidecars", "Native sidecars")):
+            said = " ".join(str(forms.get(key) or "").split())
+            if not said or f"- **{label}**: {said}\n" not in forms_part:
+                missing.append(f"{name}: {label}")
+    assert len(files) == 17 and not missing, missing

@@ -53,6 +53,7 @@ def synced_facts(clock=None):
     facts.caches["podgroups"].replace([], None)  # scheduling.k8s.io PodGroups not served (off by default)
     facts.caches["resourceclaims"].replace([], "15")  # DRA: none yet (tests/test_dra.py fills them)
     facts.caches["resourceclaimtemplates"].replace([], "16")
+    facts.caches["deviceclasses"].replace([], "17")  # none names an extended resource (test_live_deviceclasses.py)
     container = client.V1Container(
         name="vllm", image="vllm/vllm-openai:v0.6.0", command=["python3", "-m", "vllm"],
         env=[client.V1EnvVar(name="HF_TOKEN", value="hf_secret")],

@@ -619,3 +619,104 @@ def test_a_resize_that_breaks_the_checklist_is_refused_one_that_keeps_it_passes(
     core.patch_namespaced_pod_resize("resized", gpu_namespace, grow)
     assert stored(apiserver, "pod", "resized", gpu_namespace)["spec"]["containers"][0]["resources"]["requests"][
         "cpu"] == "4"
+
+
+def dra_request(name="gpu", device_class="gpu.nvidia.com", **exactly) -> dict:
+    return {"name": name, "exactly": {"deviceClassName": device_class, **exactly}}
+
+
+def claim(name: str, namespace: str, requests: list, config: list | None = None) -> dict:
+    devices = {"requests": requests, **({"config": config} if config else {})}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": namespace}, "spec": {"devices": devices}}
+
+
+def claim_template(name: str, namespace: str, requests: list) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": namespace}, "spec": {"spec": {"devices": {"requests": requests}}}}
+
+
+TIME_SLICED = [{"requests": ["gpu"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {
+    "apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig", "sharing": {"strategy": "TimeSlicing"}}}}]
+
+
+def test_dra_claims_that_break_a_rule_are_denied_and_good_ones_created(apiserver, webhook):
+    """Issue 22: ResourceClaims and ResourceClaimTemplates are admission targets (manifests/base's rules). In an
+    untrusted tenant namespace a template asking for admin access, and a claim whose driver config time-slices its
+    GPU, are denied by dra-claims with its messages; a template of one whole GPU per pod and a claim without a
+    sharing config are stored. The namespace carries resource.kubernetes.io/admin-access, the label Kubernetes
+    requires of a namespace for admin access (DRAAdminAccess), so that the denial tested is aiadmit's."""
+    namespace = create_namespace(apiserver, "dra", {"aiadmit.dev/tier": "untrusted",
+                                                    "resource.kubernetes.io/admin-access": "true"})
+    resources = client.ResourceV1Api(apiserver.api_client)
+    sliced = claim("time-sliced", namespace, [dra_request()], TIME_SLICED)
+
+    def untrusted_seen() -> bool:
+        try:
+            resources.create_namespaced_resource_claim(namespace, sliced, dry_run="All")
+        except ApiException as exc:
+            return "untrusted-shared-device" in (exc.body or "") or "shares a GPU" in (exc.body or "")
+        return False
+
+    sees(untrusted_seen, f"the webhook to see {namespace} as untrusted")
+    with pytest.raises(ApiException) as denied:
+        resources.create_namespaced_resource_claim(namespace, sliced)
+    message = json.loads(denied.value.body)["message"]
+    assert denied.value.status == 403 and message.startswith(DENIED), message
+    assert f"\ndra-claims: ResourceClaim time-sliced in an untrusted namespace shares a GPU (request gpu: sharing " \
+           f"TimeSlicing)" in message, message
+
+    admin = claim_template("admin-gpus", namespace, [dra_request("all", adminAccess=True, allocationMode="All")])
+    p = kubectl_apply(apiserver, admin)
+    assert p.returncode == 1 and DENIED in p.stderr, p.stderr
+    assert "dra-claims: ResourceClaimTemplate admin-gpus asks for adminAccess (request all)" in p.stderr, p.stderr
+    for kind, name in (("resourceclaim", "time-sliced"), ("resourceclaimtemplate", "admin-gpus")):
+        assert stored(apiserver, kind, name, namespace) is None
+
+    good = kubectl_apply(apiserver, claim_template("one-gpu", namespace, [dra_request()]),
+                         claim("one-gpu", namespace, [dra_request()]))
+    assert good.returncode == 0, good.stderr
+    assert not any(w.startswith("dra-claims") for w in warnings_of(good.stderr)), good.stderr
+    assert stored(apiserver, "resourceclaimtemplate", "one-gpu", namespace) is not None
+    assert stored(apiserver, "resourceclaim", "one-gpu", namespace) is not None
+
+
+def test_an_untrusted_workload_sharing_one_claim_across_pods_is_denied(apiserver, webhook):
+    """Issue 22: a ResourceClaim named by resourceClaimName in a Deployment of two replicas is one GPU shared by
+    both pods: untrusted-gpu-isolation denies it (once the webhook's claim cache has the claim; before, its
+    no-unknown-claims rule denies it anyway). The same Deployment with a claim per pod from a template is not
+    denied by that policy."""
+    namespace = create_namespace(apiserver, "drashare", {"aiadmit.dev/tier": "untrusted"})
+    resources = client.ResourceV1Api(apiserver.api_client)
+    resources.create_namespaced_resource_claim(namespace, claim("shared-gpu", namespace, [dra_request()]))
+    resources.create_namespaced_resource_claim_template(namespace, claim_template("per-pod", namespace,
+                                                                                  [dra_request()]))
+    apps = client.AppsV1Api(apiserver.api_client)
+
+    def deployment(source: dict) -> dict:
+        container = {"name": "nb", "image": IMAGE, "resources": {
+            "requests": {"cpu": "4", "memory": "16Gi", "ephemeral-storage": "1Gi"}, "limits": {"memory": "16Gi"},
+            "claims": [{"name": "gpu"}]}}
+        return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "notebooks", "namespace": namespace},
+                "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "nb"}},
+                         "template": {"metadata": {"labels": {"app": "nb"}},
+                                      "spec": {"resourceClaims": [dict(name="gpu", **source)],
+                                               "containers": [container]}}}}
+
+    def message_of(body: dict) -> str:
+        try:
+            apps.create_namespaced_deployment(namespace, body, dry_run="All")
+        except ApiException as exc:
+            assert exc.status == 403, exc.body
+            return json.loads(exc.body)["message"]
+        return ""
+
+    shared = deployment({"resourceClaimName": "shared-gpu"})
+    sees(lambda: "shares a GPU through DRA" in message_of(shared), "the webhook to see the claim shared-gpu")
+    message = message_of(shared)
+    assert message.startswith(DENIED), message
+    assert "\nuntrusted-gpu-isolation: container nb of template in untrusted Deployment notebooks shares a GPU " \
+           "through DRA (ResourceClaim shared-gpu (claim gpu): shared by the 2 pods of Deployment notebooks)" \
+           in message, message
+    per_pod = message_of(deployment({"resourceClaimTemplateName": "per-pod"}))
+    assert "untrusted-gpu-isolation" not in per_pod, per_pod

@@ -81,3 +81,40 @@ def test_served_webhook_reads_namespace_labels_live(apiserver, namespace, tmp_pa
         _, strict = server.review("validate", make_review(gpu_pod(shm=False, namespace="default")))
         assert strict["response"]["allowed"] is False
         assert 'aiadmit_context_cache_age_seconds{resource="namespaces"}' in server.metrics()
+
+
+def test_served_webhook_holds_a_device_class_extended_resource_to_the_gpu_rules(apiserver, namespace, tmp_path):
+    """A DeviceClass of an accelerator class that names an extended resource (spec.extendedResourceName): once the
+    webhook's DeviceClass cache has it, a pod asking for that name without /dev/shm is denied by shm-sized as a
+    nvidia.com/gpu pod is; once it is deleted, the name is no GPU again."""
+    from objects import POLICY_FILES, gpu_pod
+
+    resources = client.ResourceV1Api(apiserver.api_client)
+    name = f"example.com/dra-gpu-{uuid.uuid4().hex[:6]}"
+    obj = gpu_pod(shm=False, namespace=namespace)
+    limits = obj["spec"]["containers"][0]["resources"]["limits"]
+    limits[name] = limits.pop("nvidia.com/gpu")
+
+    def denied(server) -> bool:
+        status, body = server.review("validate", make_review(obj))
+        assert status == 200, body
+        response = body["response"]
+        return response["allowed"] is False and "shm-sized: " in response["status"]["message"]
+
+    args = ["--kubeconfig", str(apiserver.kubeconfig)] + [a for p in POLICY_FILES for a in ("--policies", p)]
+    with start_server(tmp_path, args) as server:  # /readyz waits for the first sync, DeviceClasses included
+        assert not denied(server)  # no DeviceClass names it: an unknown extended resource, not a GPU
+        created = resources.create_device_class({
+            "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.nvidia.com"},
+            "spec": {"extendedResourceName": name,
+                     "selectors": [{"cel": {"expression": 'device.driver == "gpu.nvidia.com"'}}]}})
+        try:
+            assert created.spec.extended_resource_name == name, "the API server dropped spec.extendedResourceName"
+            wait_for(lambda: denied(server), what="the DeviceClass in the webhook's cache")
+            resources.delete_device_class("gpu.nvidia.com")
+            wait_for(lambda: not denied(server), what="the DeviceClass's deletion in the webhook's cache")
+        finally:
+            try:
+                resources.delete_device_class("gpu.nvidia.com")
+            except client.ApiException as exc:
+                assert exc.status == 404

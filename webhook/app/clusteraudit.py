@@ -208,6 +208,9 @@ class ListedFacts(OfflineFacts):
         found = super().pod_groups(namespace)
         return {} if found is None else found
 
+    def extended_resources(self):
+        return super().extended_resources() or {}  # every DeviceClass was listed: none names one
+
 
 def audited_kinds(engine: Engine) -> set[tuple[str, str]]:
     """Every pod-bearing kind of the kinds table, plus kinds a policy names in `match.kinds`."""

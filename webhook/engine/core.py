@@ -22,9 +22,10 @@ from webhook.engine.binding import Scope, bind_resource, bind_variables, enter, 
 from webhook.engine.deadline import BudgetExceeded, check_deadline, copy_json
 from webhook.engine.enforcement import Enforcement
 from webhook.engine.planning import Plan, missing_facts, where
-from webhook.k8s.deviceclasses import accelerated
+from webhook.k8s.deviceclasses import accelerated, presumed, unchecked
 from webhook.k8s.selectors import selector_matches
-from webhook.k8s.workload import Container, PodTemplate, ShapeError, no_tick, build_workload, kind_table
+from webhook.k8s.workload import (Classification, Container, PodTemplate, ShapeError, no_tick, build_workload,
+                                  kind_table)
 from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.language.checks import Checks
 from webhook.language.config import Config, ConfigError, load_config
@@ -132,9 +133,14 @@ class Engine:
         if namespace_labels is None and resource.namespace and getattr(facts, "complete", False):
             namespace_labels = self._unknown_namespace(resource.namespace, evaluation)
         try:
-            scope.classification = accelerated(self.config.classification, _extended(facts))
-            scope.workload = build_workload(resource, scope.classification, namespace_labels,
-                                            partial(check_deadline, deadline) if deadline is not None else no_tick)
+            extended = _extended(facts)
+            scope.classification = accelerated(self.config.classification, extended)
+            tick = partial(check_deadline, deadline) if deadline is not None else no_tick
+            scope.workload = build_workload(resource, scope.classification, namespace_labels, tick)
+            if extended is None and getattr(facts, "complete", False):  # the live DeviceClasses are unknown
+                scope.classification, rebuilt = self._unknown_device_classes(scope, evaluation)
+                if rebuilt:
+                    scope.workload = build_workload(resource, scope.classification, namespace_labels, tick)
         except ShapeError as exc:
             evaluation.error_at(exc.pointer, exc.message)
             return scope, []
@@ -168,6 +174,25 @@ class Engine:
         evaluation.notes.append(f"namespace {namespace}: its labels are unknown (cluster context stale or not yet "
                                 f"synced): judged at tier untrusted")
         return {self.config.classification.tier_label: "untrusted"}
+
+    def _unknown_device_classes(self, scope: Scope, evaluation: Evaluation) -> tuple[Classification, bool]:
+        """The classification to judge by when facts that should know every DeviceClass do not (the webhook's cache
+        not synced or stale), and whether it differs: an untrusted workload's domain-qualified extended resources
+        that a DeviceClass could back are read as accelerators (the strict reading); a trusted one keeps the config's
+        lists. Either way a note names them (docs/security.md)."""
+        classification = scope.classification or self.config.classification
+        names = unchecked(scope.workload, classification)
+        if not names:
+            return classification, False
+        listed = ", ".join(names)
+        if "untrusted" in scope.workload.classes:
+            evaluation.notes.append(f"DeviceClasses unknown (cluster context stale or not yet synced): {listed} "
+                                    f"judged as accelerator(s), the strictest reading for an untrusted workload")
+            return presumed(classification, names), True
+        evaluation.notes.append(f"DeviceClasses unknown (cluster context stale or not yet synced): whether {listed} "
+                                f"is an accelerator (a DeviceClass's extendedResourceName) was not checked; judged "
+                                f"by the config's accelerators list")
+        return classification, False
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, resource: Resource, facts: Optional[ClusterFacts] = None,

@@ -13,7 +13,13 @@ HPA targets: Deployments and StatefulSets are cached as a slim projection
 (labels and the pod templates' container resources: what classification
 needs), so memory stays small on large clusters. Any other target kind is
 unknown. ConfigMaps (what `envFrom` loads) are kept as their data with short
-values only; Secrets are never read.
+values only; Secrets are never read. What each type keeps is
+webhook/inputs/projections.py's.
+
+DeviceClasses are kept for the extended resource each may name
+(`extended_resources()`): while that cache is not fresh the answer is None, and
+the engine then reads every domain-qualified extended resource of an untrusted
+pod as an accelerator (engine/core.py), never as nothing.
 
 The transport (`run`) is separate from the bookkeeping (`Cache.replace` /
 `Cache.apply`), which is what tests drive with real objects.
@@ -28,6 +34,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from webhook.inputs.projections import (claim_projection, configmap_projection, deviceclass_projection,
+                                        labels_projection, policy_projection, slim_workload)
 from webhook.model.facts import scheduling_policy
 from webhook.model.resource import Origin, Resource
 
@@ -44,82 +52,14 @@ KUEUE_GROUP, KUEUE_PLURAL, KUEUE_VERSIONS = "kueue.x-k8s.io", "localqueues", ("v
 # Kubernetes' PodGroups (gang scheduling): scheduling.k8s.io/v1beta1 in 1.37, v1alpha2 in 1.36; both off by default,
 # and an API server that serves neither has none (it drops a pod's schedulingGroup with the gate off, too).
 PODGROUP_GROUP, PODGROUP_PLURAL, PODGROUP_VERSIONS = "scheduling.k8s.io", "podgroups", ("v1beta1", "v1alpha2")
-# DRA claims and the templates pods make them from: resource.k8s.io/v1 (GA since 1.34, served by 1.35-1.37).
+# DRA claims, the templates pods make them from, and the DeviceClasses whose extended resources pods may ask for:
+# resource.k8s.io/v1 (GA since 1.34, served by 1.35-1.37).
 DRA_API = "resource.k8s.io/v1"
-SHOWN_VALUE = 64  # characters of a ConfigMap value kept: a device variable's values are short words
 
 
 def _key(obj: dict) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-
-
-def slim_workload(obj: dict) -> dict:
-    """What classification of an HPA target needs, and nothing else (no env, no command, no status)."""
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    template = spec.get("template") or {}
-    pod = template.get("spec") or {}
-
-    def containers(key: str) -> list[dict]:
-        return [{"name": c.get("name"), "resources": c.get("resources") or {}}
-                for c in pod.get(key) or () if isinstance(c, dict)]
-
-    slim_pod: dict[str, Any] = {"containers": containers("containers")}
-    if pod.get("initContainers"):
-        slim_pod["initContainers"] = containers("initContainers")
-    if pod.get("resourceClaims"):
-        slim_pod["resourceClaims"] = pod["resourceClaims"]
-    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
-            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
-                         "labels": meta.get("labels") or {}},
-            "spec": {"replicas": spec.get("replicas"),
-                     "template": {"metadata": {"labels": (template.get("metadata") or {}).get("labels") or {}},
-                                  "spec": slim_pod}}}
-
-
-def labels_projection(obj: dict) -> dict:
-    """Name, namespace and labels only: what a Node (devices-declared: is the node a pod is pinned to an accelerator
-    node?) or a LocalQueue (gang-admission, gpu-quota: does the queue a workload names exist?) is read for. A Node's
-    status (images, conditions) is most of its size and changes every few minutes; none of it is kept."""
-    meta = obj.get("metadata") or {}
-    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
-            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
-                         "labels": meta.get("labels") or {}}}
-
-
-def policy_projection(obj: dict) -> dict:
-    """A PodGroup as gang-admission reads it: its name and scheduling policy."""
-    return {"metadata": labels_projection(obj)["metadata"], "spec": {"schedulingPolicy": scheduling_policy(obj)}}
-
-
-def claim_projection(obj: dict) -> dict:
-    """A ResourceClaim or ResourceClaimTemplate as the DRA rules read it: its spec (what it asks for) and, of a
-    claim's status, only `reservedFor` (the pods using it now: who else holds a shared claim)."""
-    meta = obj.get("metadata") or {}
-    out = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
-           "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")}, "spec": obj.get("spec") or {}}
-    status = obj.get("status")
-    if isinstance(status, dict) and isinstance(status.get("reservedFor"), list):
-        out["status"] = {"reservedFor": [{"resource": r.get("resource"), "name": r.get("name")}
-                                         for r in status["reservedFor"] if isinstance(r, dict)]}
-    return out
-
-
-def configmap_projection(obj: dict) -> dict:
-    """What the devices-declared rules need of a ConfigMap loaded through envFrom: its string data, each value cut
-    to SHOWN_VALUE characters (a longer one is replaced by its length: it is never a "no device" word, so it still
-    counts as exposing devices). ConfigMaps hold up to 1 MiB each; this keeps memory to keys and short values.
-
-    Secrets are never listed or watched: read access to every Secret of the cluster would make the webhook the
-    most valuable credential in it, for a rule that a warning covers (`env-from-unknown`). docs/security.md.
-    """
-    meta = obj.get("metadata") or {}
-    data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
-    kept = {k: (v if len(v) <= SHOWN_VALUE else f"<{len(v)} characters>")
-            for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")}, "data": kept}
 
 
 class Cache:
@@ -249,6 +189,7 @@ class LiveFacts:
             "resourceclaims": Cache("resourceclaims", "ResourceClaim", DRA_API, claim_projection, clock=clock),
             "resourceclaimtemplates": Cache("resourceclaimtemplates", "ResourceClaimTemplate", DRA_API,
                                             claim_projection, clock=clock),
+            "deviceclasses": Cache("deviceclasses", "DeviceClass", DRA_API, deviceclass_projection, clock=clock),
         }
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -315,6 +256,13 @@ class LiveFacts:
                 "ResourceClaimTemplate": {name: obj for (ns, name), obj in templates.items.items() if ns == namespace},
                 "users": users}
 
+    def extended_resources(self) -> Optional[dict[str, str]]:
+        """Extended resource name -> the DeviceClass that names it in `spec.extendedResourceName` (built once per
+        change of the cache), or None while the DeviceClasses are not known for sure (not synced, or stale)."""
+        cache = self._fresh("deviceclasses")
+        return None if cache is None else cache.view(lambda items: {
+            obj["spec"]["extendedResourceName"]: name for (_, name), obj in items.items() if "spec" in obj})
+
     def find(self, namespace: str, kind: str, name: str) -> Optional[Resource]:
         resource = FOUND_KINDS.get(kind)
         cache = self._fresh(resource) if resource else None
@@ -354,9 +302,10 @@ class LiveFacts:
                     FirstServed(client.CustomObjectsApi(own()).list_cluster_custom_object, PODGROUP_GROUP,
                                 PODGROUP_VERSIONS, PODGROUP_PLURAL)),
             _Source(self.caches["resourceclaims"],
-                    client.ResourceV1Api(self.api_client).list_resource_claim_for_all_namespaces),
+                    client.ResourceV1Api(own()).list_resource_claim_for_all_namespaces),
             _Source(self.caches["resourceclaimtemplates"],
-                    client.ResourceV1Api(self.api_client).list_resource_claim_template_for_all_namespaces),
+                    client.ResourceV1Api(own()).list_resource_claim_template_for_all_namespaces),
+            _Source(self.caches["deviceclasses"], client.ResourceV1Api(own()).list_device_class),
         ]
 
     def start(self) -> "LiveFacts":

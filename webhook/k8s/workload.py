@@ -161,6 +161,10 @@ class Classification:
         "gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com", "gpu.amd.com", "gpu.intel.com", "*.gpu.intel.com",
         "neuron.aws.com", "tpu.google.com",
     )
+    # Extended resources (globs) known not to be accelerators (a NIC's `rdma/hca`): while the DeviceClasses are
+    # unknown they are not presumed to be ones (k8s/deviceclasses.py). A known DeviceClass of an accelerator class
+    # naming one still makes it an accelerator. Empty by default: unknown is never "not a device".
+    non_accelerators: tuple[str, ...] = ()
     tier_label: str = "aiadmit.dev/tier"
     role_label: str = "aiadmit.dev/role"
     notebook_label: str = "notebook-name"

@@ -205,6 +205,7 @@ def _build(data: dict, source: str, own_namespace: Optional[str]) -> Config:
     classification = Classification(
         accelerators=tuple(raw_class.get("accelerators", defaults.accelerators)),
         device_classes=tuple(raw_class.get("acceleratorDeviceClasses", defaults.device_classes)),
+        non_accelerators=tuple(raw_class.get("nonAccelerators", defaults.non_accelerators)),
         tier_label=raw_class.get("tierLabel", defaults.tier_label),
         role_label=raw_class.get("roleLabel", defaults.role_label),
         notebook_label=raw_class.get("notebookLabel", defaults.notebook_label),
