@@ -408,13 +408,15 @@ class Checker:
 
 def check(tree: tuple, positions: Mapping[int, int], declarations: Optional[Mapping[str, Any]],
           functions: Mapping[str, Any], lenient: bool = False, kubernetes: bool = True,
-          params: Optional[Mapping[str, Any]] = None) -> Checker:
-    """Check a parsed tree; CheckError (with the offset) on the first problem. The Checker says what it read."""
+          params: Optional[Mapping[str, Any]] = None, named: Optional[Mapping[str, list]] = None) -> Checker:
+    """Check a parsed tree; CheckError (with the offset) on the first problem. The Checker says what it read.
+    `named`: the policy's named variables that are constants of its params (cel/patterns.py `of_source`)."""
     if depth(tree) > MAX_DEPTH:
         raise CheckError(f"expression nested deeper than {MAX_DEPTH} levels: split it (variables, or several rules)",
                          0)
     checker = Checker(positions, declarations or {}, functions, lenient, kubernetes)
     checker.param_values = dict(params or {})
+    checker.bound = patterns.bound_for(named)
     kind = checker.check(tree)
     checker.type = strict.plain(kind)  # as a recorded check gives it
     return checker
