@@ -1,12 +1,10 @@
 """The load-time checker: every name declared, every function known, every type error decidable without data.
 
-Why: a rule that names a variable nobody binds (`has(contaner.name)`) used to
-load and then fail closed on every review. The checker walks the parser's tree
-(cel/parser.py) with the declarations of the rule's level (objects from JSON are
-`dyn`, aiadmit's own variables are closed structs whose fields are known) and
-the function table (cel/library.py), and raises CheckError with the offset in
-the source as the author wrote it. It needs no data and no reference library,
-so it runs on every load in microseconds per expression.
+Why: a rule that names a variable nobody binds (`has(contaner.name)`) used to load and then fail closed on every
+review. The checker walks the parser's tree (cel/parser.py) with the declarations of the rule's level (objects from
+JSON are `dyn`, aiadmit's own variables are closed structs whose fields are known) and the function table
+(cel/library.py), and raises CheckError with the offset in the source as the author wrote it. It needs no data and
+no reference library, so it runs on every load in microseconds per expression.
 
 Types: "dyn", "bool", "int", "uint", "double", "string", "bytes", "null", "type",
 "quantity", "optional", ("list", elem), ("map", key, value), or a Struct.
