@@ -32,7 +32,7 @@ def test_a_value_is_printed(tmp_path, capsys):
 def test_a_load_error_names_its_column_with_a_caret(tmp_path, capsys):
     assert main(["cel", "has(contaner.name)", "--object", _object(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("<expression>:1:5: undeclared reference to 'contaner'")
+    assert err.startswith("<expression>:1:5: error: undeclared reference to 'contaner'")
     assert err.splitlines()[2] == "      ^"
 
 
@@ -130,7 +130,7 @@ def test_a_misspelt_variable_fails_with_its_column(tmp_path):
                 "--object", str(path))
     assert done.returncode == 2
     lines = done.stderr.splitlines()
-    assert lines[0].startswith("<expression>:1:36: variables has no field 'memoryLimt'"), done.stderr
+    assert lines[0].startswith("<expression>:1:36: error: variables has no field 'memoryLimt'"), done.stderr
     assert lines[2] == " " * 37 + "^"  # under the field's first letter (two spaces of indent, column 36)
 
 
@@ -150,7 +150,7 @@ def test_a_multi_line_expression_locates_its_error_on_its_line(tmp_path):
                 "--object", str(path))
     assert done.returncode == 2
     lines = done.stderr.splitlines()
-    assert lines[0].startswith("<expression>:2:13: variables has no field"), done.stderr
+    assert lines[0].startswith("<expression>:2:13: error: variables has no field"), done.stderr
     assert lines[1:3] == ["    variables.memoryLimt", " " * 14 + "^"]
 
 

@@ -67,6 +67,7 @@ KUBECTL = {
 NOT_OFFLINE = {
     "aiadmit audit --cluster -A",
     "aiadmit audit --extra-policies my-policies/ examples/manifests/",
+    "helm install aiadmit charts/aiadmit -n aiadmit-system --create-namespace \\",  # installs into a cluster
     "helm template my-release ./my-chart | aiadmit audit -",
     "helm template my-release ./my-chart -f values-prod.yaml | aiadmit audit -",
     "python3 -m pip install -e '.[test]' && aiadmit serve --dev",
@@ -81,7 +82,12 @@ def documented_comments() -> dict[str, str]:
     for name in DOCS:
         with open(os.path.join(ROOT, name), encoding="utf-8") as handle:
             text = handle.read()
-        for block in re.findall(r"^```(?:sh)?\n(.*?)^```", text, flags=re.M | re.S):
+        # Every fenced block, whatever its language, so that a block's closing fence is never read as an opening
+        # one (a yaml block's end followed by prose naming `aiadmit fix` was once taken for a command); then the
+        # sh and unlabelled ones.
+        blocks = [body for lang, body in re.findall(r"^```(\w*)\n(.*?)^```", text, flags=re.M | re.S)
+                  if lang in ("", "sh")]
+        for block in blocks:
             for line in block.splitlines():
                 comment = re.search(r"\s+#\s(.*)$", line)
                 command = line[:comment.start()].strip() if comment else line.strip()

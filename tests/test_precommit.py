@@ -150,3 +150,31 @@ def test_warnings_are_shown_when_the_hook_passes(hooked_repo):
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Passed" in run.stdout and "Failed" not in run.stdout
     assert "jobs/train.yaml:19:13: image-digest [warn]" in run.stdout, run.stdout
+
+
+def test_the_documented_exclude_keeps_policy_test_fixtures_out_of_both_hooks(hooked_repo):
+    """docs/cli.md's `exclude:` lines, as written there: a PolicyTest fixture that fails on purpose does not block
+    the commit, and the same file elsewhere does."""
+    work, env = hooked_repo
+    with open(os.path.join(REPO, "docs", "cli.md"), encoding="utf-8") as handle:
+        blocks = re.findall(r"^```yaml\n(.*?)^```", handle.read(), flags=re.M | re.S)
+    (hooks,) = [block for block in blocks if "exclude:" in block]
+    config = work / ".pre-commit-config.yaml"
+    before = config.read_text()
+    fixture = work / "tests" / "policies" / "team-label" / "resources.yaml"
+    fixture.parent.mkdir(parents=True, exist_ok=True)
+    fixture.write_text(BAD)
+    (work / "manifests").mkdir(exist_ok=True)
+    (work / "manifests" / "trainer.yaml").write_text(BAD)
+    try:
+        config.write_text(before[:before.index("    hooks:\n")] + "    hooks:\n" + hooks)
+        for hook in ("aiadmit-audit", "aiadmit-fix"):
+            run = subprocess.run(["pre-commit", "run", hook, "--files", "tests/policies/team-label/resources.yaml"],
+                                 cwd=work, env=env, capture_output=True, text=True, timeout=600)
+            assert run.returncode == 0 and "no files to check" in run.stdout, run.stdout + run.stderr
+            assert fixture.read_text() == BAD  # fix left it alone too
+        run = subprocess.run(["pre-commit", "run", "aiadmit-audit", "--files", "manifests/trainer.yaml"], cwd=work,
+                             env=env, capture_output=True, text=True, timeout=600)
+        assert run.returncode == 1 and "manifests/trainer.yaml:" in run.stdout, run.stdout + run.stderr
+    finally:
+        config.write_text(before)

@@ -18,7 +18,8 @@ def _readme() -> str:
 
 def test_readme_opens_with_the_set_up_commands_then_what_it_is_then_the_rest():
     text = _readme()
-    blocks = re.findall(r"^```(?:sh)?\n(.*?)^```", text, flags=re.M | re.S)
+    blocks = [body for lang, body in re.findall(r"^```(\w*)\n(.*?)^```", text, flags=re.M | re.S)
+              if lang in ("", "sh")]  # every block paired with its own closing fence, then the sh/unlabelled ones
     first = blocks[0].splitlines()
     assert [line.split("&&")[-1].split("#")[0].strip() for line in first] == [
         "aiadmit serve --dev", "python3 -m pytest -q tests"]

@@ -222,17 +222,28 @@ class Webhook:
     def served_certificate(self) -> bytes:
         return served_certificate(self.port, str(self.certs_dir / "ca.crt"))
 
+    def _serve_option(self, flag: str, default):
+        """The rendered value of `aiadmit serve`'s `flag`, else its default (converted to the default's type)."""
+        for i, arg in enumerate(self.args):
+            if arg.startswith(f"{flag}="):
+                return type(default)(arg.split("=", 1)[1])
+            if arg == flag:
+                return type(default)(self.args[i + 1])
+        return default
+
     def keepalive_requests(self) -> int:
         """How many requests the server answers on one connection before it says `Connection: close`: the
         rendered `--keepalive-requests`, else `aiadmit serve`'s default."""
         from webhook.app.serving import ServeOptions
 
-        for i, arg in enumerate(self.args):
-            if arg.startswith("--keepalive-requests="):
-                return int(arg.split("=", 1)[1])
-            if arg == "--keepalive-requests":
-                return int(self.args[i + 1])
-        return ServeOptions.keepalive_requests
+        return self._serve_option("--keepalive-requests", ServeOptions.keepalive_requests)
+
+    def keepalive_timeout(self) -> float:
+        """Seconds the server keeps a connection idle between two requests before it closes it: the rendered
+        `--keepalive-timeout`, else `aiadmit serve`'s default."""
+        from webhook.app.serving import ServeOptions
+
+        return self._serve_option("--keepalive-timeout", float(ServeOptions.keepalive_timeout))
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.3) -> Any:

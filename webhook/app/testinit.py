@@ -52,11 +52,20 @@ def _evaluate(engine: Engine, obj: dict, policy_id: str) -> tuple[str, list]:
     return outcome(engine.evaluate(Resource(obj, Origin(file="<init>"))), policy_id)
 
 
-def scaffold(policy_file: str, directory: str) -> tuple[list[str], list[str]]:
-    """Write DIR/test.yaml and DIR/resources.yaml; (the files written, notes for the author)."""
+class InitError(ValueError):
+    """What keeps --init from writing: the file it is about and why (printed as a diagnostic)."""
+
+    def __init__(self, file: str, message: str):
+        super().__init__(f"{file}: {message}")
+        self.file, self.message = file, message
+
+
+def scaffold(policy_file: str, directory: str) -> tuple[list[str], list[tuple[str, int, str]]]:
+    """Write DIR/test.yaml and DIR/resources.yaml; (the files written, notes for the author: each with the file
+    and line of its `# TODO` comment in test.yaml). InitError when it cannot."""
     engine = Engine.load([policy_file])
     if len(engine.policies) != 1:
-        raise ValueError(f"{policy_file}: --init takes one policy file ({len(engine.policies)} policies found)")
+        raise InitError(policy_file, f"--init takes one policy file ({len(engine.policies)} policies found)")
     policy = engine.policies[0]
     kind = _kind(policy)
     failing = _sample(kind, f"{policy.id}-fails")
@@ -90,10 +99,11 @@ def scaffold(policy_file: str, directory: str) -> tuple[list[str], list[str]]:
     test_path, resources_path = os.path.join(directory, "test.yaml"), os.path.join(directory, "resources.yaml")
     for path in (test_path, resources_path):
         if os.path.exists(path):
-            raise FileExistsError(f"{path}: exists; --init does not overwrite")
+            raise InitError(path, "exists; --init does not overwrite")
     header = "# Written by `aiadmit test --init`" + "".join(f"\n# TODO {note}" for note in notes) + "\n"
     with open(test_path, "w", encoding="utf-8") as handle:
         handle.write(header + yaml.safe_dump(test, sort_keys=False, default_flow_style=None, width=110))
     with open(resources_path, "w", encoding="utf-8") as handle:
         handle.write(header + yaml.safe_dump_all([failing, passing], sort_keys=False, width=110))
-    return [test_path, resources_path], notes
+    # the header's TODO lines: the first is line 2 of test.yaml
+    return [test_path, resources_path], [(test_path, line, note) for line, note in enumerate(notes, 2)]

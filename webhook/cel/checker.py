@@ -1,12 +1,10 @@
 """The load-time checker: every name declared, every function known, every type error decidable without data.
 
-Why: a rule that names a variable nobody binds (`has(contaner.name)`) used to
-load and then fail closed on every review. The checker walks the parser's tree
-(cel/parser.py) with the declarations of the rule's level (objects from JSON are
-`dyn`, aiadmit's own variables are closed structs whose fields are known) and
-the function table (cel/library.py), and raises CheckError with the offset in
-the source as the author wrote it. It needs no data and no reference library,
-so it runs on every load in microseconds per expression.
+Why: a rule that names a variable nobody binds (`has(contaner.name)`) used to load and then fail closed on every
+review. The checker walks the parser's tree (cel/parser.py) with the declarations of the rule's level (objects from
+JSON are `dyn`, aiadmit's own variables are closed structs whose fields are known) and the function table
+(cel/library.py), and raises CheckError with the offset in the source as the author wrote it. It needs no data and
+no reference library, so it runs on every load in microseconds per expression.
 
 Types: "dyn", "bool", "int", "uint", "double", "string", "bytes", "null", "type",
 "quantity", "optional", ("list", elem), ("map", key, value), or a Struct.
@@ -408,13 +406,15 @@ class Checker:
 
 def check(tree: tuple, positions: Mapping[int, int], declarations: Optional[Mapping[str, Any]],
           functions: Mapping[str, Any], lenient: bool = False, kubernetes: bool = True,
-          params: Optional[Mapping[str, Any]] = None) -> Checker:
-    """Check a parsed tree; CheckError (with the offset) on the first problem. The Checker says what it read."""
+          params: Optional[Mapping[str, Any]] = None, named: Optional[Mapping[str, list]] = None) -> Checker:
+    """Check a parsed tree; CheckError (with the offset) on the first problem. The Checker says what it read.
+    `named`: the policy's named variables that are constants of its params (cel/patterns.py `of_source`)."""
     if depth(tree) > MAX_DEPTH:
         raise CheckError(f"expression nested deeper than {MAX_DEPTH} levels: split it (variables, or several rules)",
                          0)
     checker = Checker(positions, declarations or {}, functions, lenient, kubernetes)
     checker.param_values = dict(params or {})
+    checker.bound = patterns.bound_for(named)
     kind = checker.check(tree)
     checker.type = strict.plain(kind)  # as a recorded check gives it
     return checker

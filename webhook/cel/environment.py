@@ -199,14 +199,16 @@ def params_type(params: Mapping[str, Any]) -> Struct:
 
 
 def checked(source: str, params: Optional[dict], declarations: Optional[Mapping[str, Any]],
-            limits: Optional[costs.Limits] = None, kubernetes: bool = True) -> tuple[frozenset, bool, Any, frozenset]:
+            limits: Optional[costs.Limits] = None, kubernetes: bool = True,
+            constants: Optional[Mapping[str, list]] = None) -> tuple[frozenset, bool, Any, frozenset]:
     """Parse, check and cost `source` as written: (the variables it reads, whether it needs the reference library,
     its type as the checker found it, the policy variables it reads by name: `variables.NAME`, or "*" (checker.WHOLE)
     when it reads `variables` whole).
 
     Raises CelError with the offset in `source`. `declarations` None: every free name is a dyn variable.
     `kubernetes` False: cel-go's checker only, without Kubernetes' literal validators (cel/strictness.py), as the
-    CEL conformance suite is written for; every policy is checked with them."""
+    CEL conformance suite is written for; every policy is checked with them. `constants`: the policy's named
+    variables that are constants of its params (cel/patterns.py), checked where they are read like the params."""
     if len(source) > MAX_LENGTH:
         raise CelError(f"expression longer than {MAX_LENGTH} characters", 0)
     try:
@@ -218,7 +220,7 @@ def checked(source: str, params: Optional[dict], declarations: Optional[Mapping[
     if params is not None:
         declarations["params"] = params_type(params)
     try:
-        checker = check(tree, positions, declarations, LIBRARY, lenient, kubernetes, params)
+        checker = check(tree, positions, declarations, LIBRARY, lenient, kubernetes, params, constants)
         kind = checker.type
         costs.estimate(tree, positions, params or {}, limits)
     except CheckError as exc:
@@ -238,18 +240,22 @@ class Expression:
 
     def __init__(self, source: str, params: dict | None = None, memo: Any = None,
                  declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None,
-                 kubernetes: bool = True, portable: Any = None):
+                 kubernetes: bool = True, portable: Any = None, constants: Optional[Mapping[str, list]] = None):
         """`declarations` maps each variable the rule's level binds to its type (None: any name, as dyn);
         `memo` (duck-typed: language/checks.py `Checks`) may answer the check, `checked(source, params,
         declarations, limits, checked)`, and Python's compile: `compile(python, filename)`; `kubernetes` False
         leaves out Kubernetes' literal validators (`checked`), and the memo's record, which holds checks with them;
         `portable` (a k8s/versions.py KubernetesVersion, or None) refuses what that API server refuses
-        (cel/portability.py)."""
+        (cel/portability.py); `constants` (see `checked`) is part of what the memo's answer is found by."""
         self.source = source
         recorded = getattr(memo, "checked", None) if kubernetes else None  # the bundle's record (language/checks.py)
-        variables, self.reference, self.type, self.named = (checked(source, params, declarations, limits, kubernetes)
-                                                            if recorded is None
-                                                else recorded(source, params, declarations, limits, checked))
+        if recorded is None:
+            found = checked(source, params, declarations, limits, kubernetes, constants)
+        elif constants:
+            found = recorded(source, params, declarations, limits, checked, constants)
+        else:
+            found = recorded(source, params, declarations, limits, checked)
+        variables, self.reference, self.type, self.named = found
         refused = refusal(source, portable) if portable is not None else None
         if refused is not None:
             raise CelError(*refused)
@@ -289,7 +295,7 @@ class Template:
 
     def __init__(self, text: str, params: dict | None = None, memo: Any = None,
                  declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None,
-                 portable: Any = None):
+                 portable: Any = None, constants: Optional[Mapping[str, list]] = None):
         self.parts: list[str | Expression] = []
         position = 0
         for match in _TEMPLATE.finditer(text):
@@ -298,7 +304,7 @@ class Template:
             start = match.start(1) + len(segment) - len(segment.lstrip())
             try:
                 self.parts.append(Expression(segment.strip(), params, memo, declarations, limits,
-                                             portable=portable))
+                                             portable=portable, constants=constants))
             except CelError as exc:  # the offset in the whole message, as written
                 raise CelError(exc.message, None if exc.offset is None else start + exc.offset, exc.param) from None
             position = match.end()
@@ -331,8 +337,10 @@ class MessageExpression:
 
     def __init__(self, source: str, params: dict | None = None, memo: Any = None,
                  declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None,
-                 fallback: Optional["Template"] = None, portable: Any = None):
-        self.expression = Expression(source, params, memo, declarations, limits, portable=portable)
+                 fallback: Optional["Template"] = None, portable: Any = None,
+                 constants: Optional[Mapping[str, list]] = None):
+        self.expression = Expression(source, params, memo, declarations, limits, portable=portable,
+                                     constants=constants)
         self.fallback = fallback
         self.parts = [self.expression] + (list(fallback.parts) if fallback is not None else [])
         self.expressions = (self.expression,) + (fallback.expressions if fallback is not None else ())

@@ -5,7 +5,9 @@ otherwise fail at run time on every review, at the manifest's line instead of th
 once the config is loaded, so it is checked as the literal it becomes, wherever the expression reaches it:
 `params.pattern`, `params.patterns[0]`, `params.byKind['Pod']` (any value of the map when the key is not a
 constant), `'^' + params.registry + '/'`, a comprehension's variable over a param list or map
-(`params.patterns.exists(p, ...)`, `params.m.all(k, v, ...)`: each element, key or value), a `cel.bind` of one.
+(`params.patterns.exists(p, ...)`, `params.m.all(k, v, ...)`: each element, key or value), a `cel.bind` of one,
+and a policy's named variable whose expression is such a constant (`variables: [{name: pat, expression:
+params.pattern}]`, then `matches(variables.pat)`: language/compiler.py passes each one's values, `named`).
 Literals are checked only where Kubernetes' validators check them (ValidateRegexLiterals; duration, timestamp and
 format literals in cel/strictness.py): `quantity("4 Gi")` compiles in Kubernetes, and so it loads here.
 The checker (cel/checker.py) turns a problem into its CheckError with the param's path; a param's problem is
@@ -35,12 +37,37 @@ class Built(tuple):
     __slots__ = ()
 
 
+class Named(dict):
+    """The policy's named variables that are constants (name -> their Values), bound to `variables`: reading
+    `variables.NAME` gives that variable's values, with the paths of the params they came from."""
+
+    __slots__ = ()
+
+
+def bound_for(named: Optional[Mapping[str, Values]]) -> dict:
+    """The checker's initial bindings (`Checker.bound`): `variables` when some named variable is a constant."""
+    return {"variables": [(Named(named), None)]} if named else {}
+
+
+def of_source(source: str, params: Mapping, named: Optional[Mapping[str, Values]]) -> Optional[Values]:
+    """The constant values a (checked) named variable's expression takes, when some come from a param, else None."""
+    if "params" not in source and not (named and "variables" in source):
+        return None  # cannot read a param: no parse
+    from webhook.cel.parser import parse
+
+    found = values(parse(source), {}, params, bound_for(named))
+    return found if found and any(path is not None for _, path in found) else None
+
+
 def _step(path: Optional[tuple], key: Any) -> Optional[tuple]:
     return None if path is None else path + (key,)
 
 
 def _items(value: Any, path: Optional[tuple], keys: Optional[Values]) -> Values:
     """The elements of a list or the values of a map that `keys` (None: any key) select."""
+    if type(value) is Named:  # `variables.NAME`: the values of the constant ones among those named
+        wanted = list(value) if keys is None else [k for k, _ in keys if type(k) is str and k in value]
+        return [item for k in wanted for item in value[k]]
     if type(value) is list:
         wanted = range(len(value)) if keys is None else \
             [int(k) for k, _ in keys if isinstance(k, int) and not isinstance(k, bool) and 0 <= k < len(value)]

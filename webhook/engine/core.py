@@ -50,9 +50,16 @@ class Engine:
         self.intree = intree or InTree()  # the user's ValidatingAdmissionPolicies (engine/vap.py)
         self.policies = [p for p in policies if self.config.settings(p.id).enabled]
         self.by_id = {p.id: p for p in policies}
-        unknown = sorted(set(self.config.policies) - set(self.by_id))
+        unknown = [(u, u, f"policies.{u}") for u in sorted(set(self.config.policies) - set(self.by_id))]
+        unknown += [((e.name, u), u, f"exception {e.name}: policies") for e in self.config.exceptions
+                    for u in e.policies if u != "*" and u not in self.by_id  # would exempt nothing
+                    and self.config.place((e.name, u), None)]  # the user's file (the defaults name the bundle's)
         if unknown:
-            raise ConfigError([f"{self.config.source}: policies: unknown policy id {u!r}" for u in unknown])
+            from difflib import get_close_matches
+
+            raise ConfigError([f"{self.config.place(key)}: {field}: unknown policy id {u!r}"
+                               + "".join(f" (did you mean {c!r}?)" for c in get_close_matches(u, self.by_id, n=1))
+                               for key, u, field in unknown])
         self.enforcement = Enforcement(self.config, self.policies)
         self._pod_rules = {p.id for p in self.policies if p.target == "container"
                            and any(r.target == "pod" for r in p.rules)}

@@ -23,10 +23,9 @@ from webhook.cel import messages
 from webhook.cel.environment import Activation
 from webhook.cel.values import Variables
 from webhook.engine.deadline import check_deadline
-from webhook.engine.vap import Unknown, _namespace_object, _request, matches
+from webhook.engine.vap import Unknown, _namespace_object, _params, _request, matches
 from webhook.k8s import applymerge
 from webhook.k8s.defaults import defaulted
-from webhook.k8s.selectors import selector_matches
 from webhook.model import rfc6902
 from webhook.model.facts import ClusterFacts
 from webhook.model.resource import Resource
@@ -41,20 +40,6 @@ class Outcome:
     denied: list = field(default_factory=list)  # (policy, binding, the API server's whole message)
     skipped: list = field(default_factory=list)  # (policy, binding, reason): not decidable offline
     matched: list = field(default_factory=list)  # policy names a binding matched
-
-
-def _params(policy, binding, resource: Resource, intree) -> Optional[list]:
-    if policy.param_kind is None:
-        return [None]
-    ref = binding.param_ref
-    if ref is None:
-        return None
-    kind = (policy.param_kind.get("apiVersion"), policy.param_kind.get("kind"))
-    namespace = ref.get("namespace", resource.namespace)
-    found = [p.obj for p in intree.params if (p.api_version, p.kind) == kind and p.namespace in (namespace, "")
-             and ("name" in ref and p.name == ref["name"] or "selector" in ref
-                  and selector_matches(ref["selector"] or {}, p.labels))]
-    return found or None
 
 
 def mutate(intree, resource: Resource, facts: ClusterFacts, deadline: Optional[float] = None,

@@ -103,8 +103,9 @@ def matches(constraints: Optional[dict], resource: Resource, facts: ClusterFacts
     return True
 
 
-def _params(policy: InTreePolicy, binding: InTreeBinding, resource: Resource, intree: InTree) -> Optional[list]:
-    """The param objects to evaluate with ([None] without paramKind); None: none found, decided by the binding."""
+def _params(policy, binding, resource: Resource, intree: InTree) -> Optional[list]:
+    """The param objects to evaluate with ([None] without paramKind); None: none found, decided by the binding.
+    A VAP's and a MAP's policy and binding alike (mapeval.py): both have `param_kind` and `param_ref`."""
     if policy.param_kind is None:
         return [None]
     ref = binding.param_ref

@@ -180,6 +180,26 @@ def looks_templated(text: str) -> bool:
     return "{{" in text and "}}" in text
 
 
+def _templated_line(text: str, exc: yaml.YAMLError) -> bool:
+    """Whether the line a document's YAML error is on holds a Helm action (`{{ ... }}`)."""
+    mark = getattr(exc, "problem_mark", None)
+    if mark is None:
+        return False
+    start = 0
+    for _ in range(mark.line):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return False
+    end = text.find("\n", start)
+    return looks_templated(text[start:end if end >= 0 else len(text)])
+
+
+def _template(filename: str, exc: yaml.YAMLError) -> InputError:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    return InputError(filename, _mark_line(exc), "template (contains '{{ }}'): render it first",
+                      mark.column + 1 if mark is not None else 0)
+
+
 def load_text(text: str, filename: str, templates: bool = True) -> Loaded:
     """Every Kubernetes object in a (multi-document) YAML or JSON text (`templates`: see load_paths)."""
     global _memo_fill
@@ -199,7 +219,10 @@ def load_text(text: str, filename: str, templates: bool = True) -> Loaded:
                     check_expansion(node)
                 data = construct(node, loader.construct_document, aliases)
             except yaml.YAMLError as exc:
-                loaded.errors.append(_yaml_error(filename, exc))
+                if templates and _templated_line(text, exc):  # `name: {{ .Values.x }}` parses as a flow map
+                    loaded.skipped.append(_template(filename, exc))
+                else:
+                    loaded.errors.append(_yaml_error(filename, exc))
                 index += 1
                 continue
             except RecursionError:
@@ -216,9 +239,7 @@ def load_text(text: str, filename: str, templates: bool = True) -> Loaded:
             index += 1
     except yaml.YAMLError as exc:
         if templates and looks_templated(text):
-            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-            loaded.skipped.append(InputError(filename, _mark_line(exc), "template (contains '{{ }}'): render it first",
-                                             mark.column + 1 if mark is not None else 0))
+            loaded.skipped.append(_template(filename, exc))
         else:
             loaded.errors.append(_yaml_error(filename, exc))
     finally:

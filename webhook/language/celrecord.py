@@ -113,14 +113,26 @@ def _limits_text(limits: Any) -> str:
     return json.dumps(list(dataclasses.astuple(limits))) if limits is not None else _DEFAULT_LIMITS
 
 
-def key(source: str, params: Optional[dict], declarations: Optional[Mapping[str, Any]], limits: Any) -> str:
+def key(source: str, params: Optional[dict], declarations: Optional[Mapping[str, Any]], limits: Any,
+        constants: Optional[Mapping[str, list]] = None) -> str:
     """The digest of everything a check of `source` depends on: sha256 of the JSON list [checker identity,
     source, params, declarations, limits] (each spelt as text; tests/test_celrecord.py holds the formula),
-    assembled from the JSON strings of its parts."""
+    assembled from the JSON strings of its parts; with the named variables that are constants of the params
+    (`constants`, cel/patterns.py: each value and the param path it came from) as a sixth item when there are any."""
+    extra = (", " + _dumps({name: [[value, _path_text(path)] for value, path in found]
+                            for name, found in sorted(constants.items())}, sort_keys=True, default=repr)
+             if constants else "")
     whole = "".join(("[", _dumps(checker_identity()), ", ", _dumps(source), ", ",
                      _part("p", params, _params_text), ", ", _part("d", declarations, _declarations_text), ", ",
-                     _part("l", limits, _limits_text), "]"))
+                     _part("l", limits, _limits_text), extra, "]"))
     return hashlib.sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _path_text(path: Optional[tuple]) -> Any:
+    """A param path as JSON: null for a literal, ["built", ...] for a value built from the param (cel/patterns.py)."""
+    if path is None:
+        return None
+    return {"built": list(path)} if type(path) is not tuple else list(path)
 
 
 def encode(found: tuple) -> list:

@@ -56,12 +56,19 @@ class Checks:
         self.noted: Optional[dict] = {} if note else None  # key -> answer of every CEL check run (bundlerecord)
 
     # ------------------------------------------------------------------ CEL checks
-    def checked(self, source: str, params: Optional[dict], declarations: Any, limits: Any, check: Any) -> tuple:
+    def checked(self, source: str, params: Optional[dict], declarations: Any, limits: Any, check: Any,
+                constants: Any = None) -> tuple:
         """What aiadmit's checker finds for `source` (cel/environment.py `checked`): the bundle's record answers
-        for an expression it holds under the same key (language/celrecord.py), else `check` runs."""
+        for an expression it holds under the same key (language/celrecord.py), else `check` runs. `constants`:
+        the named variables that are constants of the params, given to `check` and part of the key."""
+        if constants:
+            plain = check
+
+            def check(*arguments):  # noqa: F811 - the same check, with the constants
+                return plain(*arguments, True, constants)
         if not self.use_record and self.noted is None:
             return check(source, params, declarations, limits)
-        key = celrecord.key(source, params, declarations, limits)
+        key = celrecord.key(source, params, declarations, limits, constants)
         if self.use_record:
             found = record.cel_checked(key)
             if found is not None:

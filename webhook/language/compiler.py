@@ -15,6 +15,7 @@ import copy
 import re
 from typing import Any, Optional
 
+from webhook.cel import patterns
 from webhook.cel.checker import WHOLE, Struct
 from webhook.cel.cost import Limits
 from webhook.cel.environment import CelError, Expression, MessageExpression, Template
@@ -70,7 +71,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
                              param if param[0] in (params_override or {}) else None))
         return True
 
-    named, levels = _variables(doc, params, checks, problems, limits, portable, broken, at_param)
+    constants: dict[str, list] = {}  # named variables that are constants of the params (cel/patterns.py)
+    named, levels = _variables(doc, params, checks, problems, limits, portable, broken, at_param, constants)
 
     declared: dict[str, dict] = {}
 
@@ -86,7 +88,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         if text is None:
             return None
         try:
-            return Expression(text, params, checks, declarations(level), limits, portable=portable)
+            return Expression(text, params, checks, declarations(level), limits, portable=portable,
+                              constants=reading(constants, text))
         except CelError as exc:
             if at_param(exc, f"{name}'s expression"):
                 return None
@@ -108,7 +111,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             level = doc["target"]
         try:
             message = Template(raw.get("message", ""), params, checks, declarations(level), limits,
-                               portable)
+                               portable, reading(constants, raw.get("message", "")))
         except CelError as exc:
             if not at_param(exc, f"rule {raw['name']}'s message") and not reads_broken(raw.get("message"), broken):
                 problems.append((f"{where}/message", f"rule {raw['name']}: CEL in message does not compile: "
@@ -118,7 +121,8 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
             try:
                 message = MessageExpression(raw["messageExpression"], params, checks, declarations(level),
                                             limits, fallback=message if raw.get("message") else None,
-                                            portable=portable)
+                                            portable=portable,
+                                            constants=reading(constants, raw["messageExpression"]))
             except CelError as exc:
                 if not at_param(exc, f"rule {raw['name']}'s messageExpression") and \
                         not reads_broken(raw["messageExpression"], broken):
@@ -275,9 +279,14 @@ def policy_expression(policy: Policy, source: str, level: str, limits: Optional[
     with what binding must provide for it (binding_reads).
 
     Raises CelError with the offset in `source`, as a rule's check at load would."""
+    constants: dict[str, list] = {}
+    for name, named in policy.named.items():  # in order: a variable may be a constant through an earlier one
+        found = patterns.of_source(named.source, policy.params, constants)
+        if found is not None:
+            constants[name] = found
     expression = Expression(source, policy.params, policy.checks,
                             for_level(level, visible_variables(policy.named, policy.levels, level)), limits,
-                            portable=portable or policy.kubernetes_version)
+                            portable=portable or policy.kubernetes_version, constants=reading(constants, source))
     reads = binding_reads(expression.variables, _named_reads(policy.named), expression.named)
     if policy.named and "variables" in expression.variables:
         expression.inline = {name: e.compiled for name, e in policy.named.items()}
@@ -306,10 +315,12 @@ def _portability(doc: dict, problems: list):
         return DEFAULT_PORTABILITY
 
 
-def _variables(doc: dict, params: dict, checks: Checks, problems: list,
-               limits: Optional[Limits], portable, broken: set, at_param=None) -> tuple[dict, dict]:
+def _variables(doc: dict, params: dict, checks: Checks, problems: list, limits: Optional[Limits], portable,
+               broken: set, at_param=None, constants: Optional[dict] = None) -> tuple[dict, dict]:
     """The policy's named `variables`, in order: each checked at the shallowest level it needs (object, pod, then
-    the policy's target), reading the earlier ones as `variables.NAME`. (name -> Expression, name -> level)"""
+    the policy's target), reading the earlier ones as `variables.NAME`. (name -> Expression, name -> level)
+    `constants` gets each one that is a constant of the params: what reads it checks those values as the params'."""
+    constants = {} if constants is None else constants
     order = ("object", "pod", "container")
     deepest = order.index(doc["target"])
     named: dict[str, Expression] = {}
@@ -325,7 +336,7 @@ def _variables(doc: dict, params: dict, checks: Checks, problems: list,
                                            if order.index(levels[n]) <= order.index(level)})
             try:
                 named[name] = Expression(raw["expression"], params, checks, for_level(level, earlier), limits,
-                                         portable=portable)
+                                         portable=portable, constants=reading(constants, raw["expression"]))
                 levels[name] = level
                 break
             except CelError as exc:  # a copy, not `exc`: its traceback holds this frame, a cycle that kept the
@@ -336,7 +347,19 @@ def _variables(doc: dict, params: dict, checks: Checks, problems: list,
             elif not reads_broken(raw["expression"], broken):  # else its error follows from the earlier one
                 problems.append((where, f"variable {name}: CEL does not compile: {error.message}", error.offset))
             broken.add(name)
+        if name in named:
+            found = patterns.of_source(raw["expression"], params, constants)
+            if found is not None:
+                constants[name] = found
     return named, levels
+
+
+def reading(constants: dict, text: Any) -> Optional[dict]:
+    """The constant named variables `text` may read (None: none), so that other expressions' checks keep their
+    record keys (language/celrecord.py)."""
+    if not constants or not isinstance(text, str) or "variables" not in text:
+        return None
+    return {name: found for name, found in constants.items() if name in text} or None
 
 
 _NAMED = re.compile(r"\bvariables\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")

@@ -93,6 +93,12 @@ class Config:
     def settings(self, policy_id: str) -> PolicySettings:
         return self.policies.get(policy_id) or PolicySettings()
 
+    def place(self, key, default: Optional[str] = "") -> Optional[str]:
+        """`file:line:col` of a policy's entry under `policies` (key: its id) or of a policy id an exception names
+        (key: (exception name, id)); when not known, `default`, by default the file alone."""
+        found = _PLACES.get(self.source, {}).get(key)
+        return found if found else f"{self.source}:0:0" if default == "" else default
+
     def params(self) -> dict[str, dict]:
         found = Params({pid: s.params for pid, s in self.policies.items() if s.params})
         found.origins = _ORIGINS.get(self.source, {})
@@ -117,14 +123,23 @@ def _read(path: str, checks: Optional[Checks]) -> tuple[dict, list[str]]:
         line, column = resource.origin.position(pointer)
         problems.append(f"{path}:{line}:{column}: {jp.to_dotted(pointer) or '(document)'}: {message}")
     # where each policy's param override (and each element or value inside it) is written: its errors go there
-    origins = {}
+    origins, places = {}, {}
     for pid, item in (resource.obj.get("policies") or {}).items() if isinstance(resource.obj.get("policies"), dict) \
             else ():
+        line, column = resource.origin.position(jp.join("", "policies", pid))
+        places[pid] = f"{path}:{line}:{column}"
         for name, value in ((item or {}).get("params") or {}).items() if isinstance(item, dict) else ():
             for steps in _paths(value, (name,)):
                 line, column = resource.origin.position(jp.join("", "policies", pid, "params", *map(str, steps)))
                 origins[(pid, *steps)] = f"{path}:{line}:{column}"
+    # and where the user's exceptions name each policy (the defaults' name the bundle's, loaded or not)
+    for index, item in enumerate(resource.obj.get("exceptions") or ()) \
+            if isinstance(resource.obj.get("exceptions"), list) and path != DEFAULT_CONFIG_FILE else ():
+        for position, pid in enumerate(item.get("policies") or () if isinstance(item, dict) else ()):
+            line, column = resource.origin.position(jp.join("", "exceptions", str(index), "policies", str(position)))
+            places[(item.get("name"), pid)] = f"{path}:{line}:{column}"
     _ORIGINS[path] = origins
+    _PLACES[path] = places
     return resource.obj, problems
 
 
@@ -141,6 +156,7 @@ def _paths(value: object, path: tuple, budget: Optional[list] = None) -> list:
     return out
 
 
+_PLACES: dict[str, dict] = {}  # config file -> policy id (or (exception name, id)) -> "file:line:col" naming it
 _ORIGINS: dict[str, dict] = {}  # config file -> (policy, param, index or key...) -> "file:line:col" of the override
 
 

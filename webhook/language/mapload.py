@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from webhook.cel.checker import DYN, Struct
+from webhook.cel.checker import Struct
 from webhook.cel.cost import Limits
 from webhook.cel.messages import JSONPATCH, MESSAGES, OBJECT, type_text as show
 from webhook.language import vapload
@@ -116,33 +116,11 @@ def _policy(resource: Resource, problems: _Problems, limits: Optional[Limits]) -
     if isinstance(spec.get("matchConstraints"), dict):
         _rules(resource, "/spec/matchConstraints", match, problems, required=True)
         _operations(resource, "/spec/matchConstraints", match, problems)
-        if match.get("matchPolicy", "Equivalent") not in ("Exact", "Equivalent"):
-            problems.add(resource, "/spec/matchConstraints/matchPolicy", "must be Exact or Equivalent")
     param_kind = _map(resource, "/spec/paramKind", spec.get("paramKind"), problems) or None
     declarations = dict(vapload._BASE)
     if param_kind is None:
         del declarations["params"]
-    conditions, variables = [], {}
-    for index, item in enumerate(_list(resource, "/spec/matchConditions", spec.get("matchConditions"), problems)):
-        at = f"/spec/matchConditions/{index}"
-        item = _map(resource, at, item, problems, required=True)
-        check = _check(resource, at + "/expression", item.get("expression"), declarations, problems, limits, "bool")
-        if check is not None:
-            conditions.append((str(item.get("name", index)), check))
-    for index, item in enumerate(_list(resource, "/spec/variables", spec.get("variables"), problems)):
-        at = f"/spec/variables/{index}"
-        item = _map(resource, at, item, problems, required=True)
-        known = Struct("variables", {n: c.expression.type if c.expression else DYN for n, c in variables.items()})
-        offline = {n: c.offline for n, c in variables.items() if c.offline}
-        check = _check(resource, at + "/expression", item.get("expression"),
-                       dict(declarations, variables=known, offline=offline), problems, limits, None)
-        if not isinstance(item.get("name"), str) or not item.get("name"):
-            problems.add(resource, at + "/name" if "name" in item else at, "a variable's name is required (a string)")
-        elif check is not None:
-            variables[item["name"]] = check
-    declarations["variables"] = Struct("variables", {n: c.expression.type if c.expression else DYN
-                                                     for n, c in variables.items()})
-    declarations["offline"] = {n: c.offline for n, c in variables.items() if c.offline}
+    conditions, variables = vapload.conditions_and_variables(resource, spec, declarations, problems, limits)
     declarations[MESSAGES] = True  # JSONPatch{...} and Object{...}: in the mutations only (cel/messages.py)
     mutations = []
     items = _list(resource, "/spec/mutations", spec.get("mutations"), problems)

@@ -211,20 +211,12 @@ def _rules(resource: Resource, at: str, match: dict, problems: _Problems, requir
                                  f"{name} must be a non-empty list of strings")
 
 
-def _policy(resource: Resource, problems: _Problems, limits: Optional[Limits]) -> Optional[InTreePolicy]:
-    name = _name(resource, problems)
-    spec = _map(resource, "/spec", resource.obj.get("spec"), problems, required=True)
-    failure = spec.get("failurePolicy", "Fail")
-    if failure not in ("Fail", "Ignore"):
-        problems.add(resource, "/spec/failurePolicy", f"must be Fail or Ignore, not {failure!r}")
-    match = _map(resource, "/spec/matchConstraints", spec.get("matchConstraints"), problems, required=True)
-    if isinstance(spec.get("matchConstraints"), dict):
-        _rules(resource, "/spec/matchConstraints", match, problems, required=True)
-    param_kind = _map(resource, "/spec/paramKind", spec.get("paramKind"), problems) or None
-    declarations = dict(_BASE)
-    if param_kind is None:
-        del declarations["params"]  # as the API server compiles a policy without paramKind: undeclared
-    conditions, variables = [], {}
+def conditions_and_variables(resource: Resource, spec: dict, declarations: dict, problems: _Problems,
+                             limits: Optional[Limits]) -> tuple[list, dict]:
+    """A policy's matchConditions and variables (a VAP's or a MAP's: the API server compiles both alike), each
+    variable checked with the ones before it; `declarations` gains `variables` and `offline` for what follows."""
+    conditions: list = []
+    variables: dict = {}
     for index, item in enumerate(_list(resource, "/spec/matchConditions", spec.get("matchConditions"), problems)):
         at = f"/spec/matchConditions/{index}"
         item = _map(resource, at, item, problems, required=True)
@@ -245,6 +237,23 @@ def _policy(resource: Resource, problems: _Problems, limits: Optional[Limits]) -
     declarations["variables"] = Struct("variables", {n: c.expression.type if c.expression else DYN
                                                      for n, c in variables.items()})
     declarations["offline"] = {n: c.offline for n, c in variables.items() if c.offline}
+    return conditions, variables
+
+
+def _policy(resource: Resource, problems: _Problems, limits: Optional[Limits]) -> Optional[InTreePolicy]:
+    name = _name(resource, problems)
+    spec = _map(resource, "/spec", resource.obj.get("spec"), problems, required=True)
+    failure = spec.get("failurePolicy", "Fail")
+    if failure not in ("Fail", "Ignore"):
+        problems.add(resource, "/spec/failurePolicy", f"must be Fail or Ignore, not {failure!r}")
+    match = _map(resource, "/spec/matchConstraints", spec.get("matchConstraints"), problems, required=True)
+    if isinstance(spec.get("matchConstraints"), dict):
+        _rules(resource, "/spec/matchConstraints", match, problems, required=True)
+    param_kind = _map(resource, "/spec/paramKind", spec.get("paramKind"), problems) or None
+    declarations = dict(_BASE)
+    if param_kind is None:
+        del declarations["params"]  # as the API server compiles a policy without paramKind: undeclared
+    conditions, variables = conditions_and_variables(resource, spec, declarations, problems, limits)
     validations = []
     for index, item in enumerate(_list(resource, "/spec/validations", spec.get("validations"), problems)):
         at = f"/spec/validations/{index}"

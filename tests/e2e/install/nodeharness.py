@@ -16,6 +16,7 @@ and the CNI plugins from Debian. The sandbox ("pause") image is built here from 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -287,6 +288,36 @@ class Node:
         if check and p.returncode != 0:
             raise RuntimeError(f"kubectl {' '.join(args)} exited {p.returncode}: {p.stderr}")
         return p
+
+    @contextlib.contextmanager
+    def advertising(self, resource: str, count: int):
+        """Advertise `count` of an extended resource (e.g. a fake nvidia.com/gpu) while the block runs, by patching
+        the node's status, as Kubernetes' "Advertise Extended Resources for a Node" does: the kubelet keeps
+        extended resources that no device plugin of its own reports, and derives allocatable from capacity. No
+        device exists; a pod that asks for one is scheduled and run like any other (the kubelet's device manager
+        allocates only its plugins' resources). Withdrawn at the end, so that the GPU pods other tests leave
+        Pending (they ask for images this node cannot pull) are never scheduled onto the node's cpus."""
+        key = resource.replace("~", "~0").replace("/", "~1")
+
+        def patch(ops: list[dict]) -> None:
+            self.kubectl("patch", "node", NODE_NAME, "--subresource=status", "--type=json", "-p", json.dumps(ops))
+
+        def status() -> dict:
+            return json.loads(self.kubectl("get", "node", NODE_NAME, "-o", "json").stdout)["status"]
+
+        def allocatable() -> str | None:
+            return status().get("allocatable", {}).get(resource)
+
+        patch([{"op": "add", "path": f"/status/capacity/{key}", "value": str(count)}])
+        try:
+            wait_for(f"{count} {resource} in the node's allocatable", lambda: allocatable() == str(count), 60, 0.5,
+                     self.dead)
+            yield
+        finally:
+            now = status()
+            patch([{"op": "remove", "path": f"/status/{part}/{key}"} for part in ("capacity", "allocatable")
+                   if resource in now.get(part, {})])
+            wait_for(f"{resource} gone from the node's allocatable", lambda: allocatable() is None, 60, 0.5)
 
     # ------------------------------------------------------------------ stop
     def stop(self) -> None:

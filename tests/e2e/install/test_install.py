@@ -19,10 +19,11 @@ import uuid
 import pytest
 from kubernetes import client, config as kconfig
 from kubernetes.client.rest import ApiException
+from kubernetes.utils import parse_quantity
 
 import dockerbuild
 import installs
-from nodeharness import NAMESPACE, NODE_NAME, ready_replicas, wait_for
+from nodeharness import NAMESPACE, NODE_NAME, PAUSE_REF, ready_replicas, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.e2e]
 
@@ -160,6 +161,104 @@ def test_deployment_pods_are_created_by_the_controller(node, gpu_namespace):
     for pod in items:  # created by the controller, through both webhooks
         assert pod["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
         assert any(v["name"] == "dshm" for v in pod["spec"]["volumes"]), pod["spec"]["volumes"]
+
+
+def _resized(node, name: str, namespace: str, patch: dict) -> subprocess.CompletedProcess:
+    return node.kubectl("-n", namespace, "patch", "pod", name, "--subresource", "resize", "-p", json.dumps(patch),
+                        check=False)
+
+
+def _same(resources: dict, expected: dict) -> bool:
+    """`resources` (requests/limits as the API shows them) has every quantity of `expected`, compared as numbers."""
+    return all(parse_quantity((resources.get(kind) or {}).get(r, "-1")) == parse_quantity(v)
+               for kind, values in expected.items() for r, v in values.items())
+
+
+def test_a_resize_of_a_running_gpu_pod_is_refused_or_applied_by_the_kubelet(node, gpu_namespace):
+    """Issue 22: in-place resize (pods/resize, GA in 1.35) of a running GPU pod on this node, through both
+    webhooks as installed. While the node advertises four fake nvidia.com/gpu (its status patched), a GPU pod runs
+    the sandbox image, which is already on the node. A resize to a zero cpu request (resources-declared) and one
+    taking memory below the pod's 2Gi /dev/shm (shm-sized) are refused and change nothing; one that keeps the
+    checklist (1.5 cpu, memory limit 9Gi) is admitted, and the kubelet applies it: the container's status reports
+    the new resources. Below the per-device cpu floor (1 per GPU, a warn-level rule) a resize is admitted with the
+    floor's warning. The pod is deleted at the end, so that it holds none of the
+    node's 2 cpus when the next tests delete and recreate the webhook's replicas."""
+    with node.advertising("nvidia.com/gpu", 4):
+        _resize_a_running_gpu_pod(node, gpu_namespace)
+
+
+def _resize_a_running_gpu_pod(node, gpu_namespace: str) -> None:
+    name = "resize"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": gpu_namespace},
+           "spec": {"priorityClassName": "ai-batch", "terminationGracePeriodSeconds": 0,
+                    "containers": [{"name": "train", "image": PAUSE_REF, "imagePullPolicy": "Never", "resources": {
+                        "requests": {"cpu": "1", "memory": "4Gi", "ephemeral-storage": "1Gi"},
+                        "limits": {"nvidia.com/gpu": "1", "memory": "8Gi"}}}]}}
+    p = node.kubectl("apply", "-f", "-", input=json.dumps(pod), check=False)
+    assert p.returncode == 0, p.stderr
+
+    def get() -> dict:
+        return json.loads(node.kubectl("-n", gpu_namespace, "get", "pod", name, "-o", "json").stdout)
+
+    def describe() -> str:
+        return node.kubectl("-n", gpu_namespace, "describe", "pod", name, check=False).stdout[-3000:]
+
+    try:
+        def running():
+            current = get()
+            statuses = current["status"].get("containerStatuses") or []
+            return current if statuses and "running" in statuses[0].get("state", {}) else None
+
+        try:
+            current = wait_for("the GPU pod to run", running, 180, 1, node.dead)
+        except TimeoutError as exc:
+            pytest.fail(f"{exc}\n{describe()}", pytrace=False)
+        assert current["spec"]["nodeName"] == NODE_NAME
+        (dshm,) = [v for v in current["spec"]["volumes"] if v["name"] == "dshm"]
+        assert dshm["emptyDir"] == {"medium": "Memory", "sizeLimit": "2Gi"}, dshm  # a quarter of 8Gi
+        before = current["status"]["containerStatuses"][0].get("resources") or {}
+        assert _same(before, {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {"memory": "8Gi"}}), before
+
+        for patch, policy in (
+                ({"requests": {"cpu": "0"}}, "resources-declared"),
+                ({"requests": {"memory": "1Gi"}, "limits": {"memory": "1Gi"}}, "shm-sized")):
+            p = _resized(node, name, gpu_namespace, {"spec": {"containers": [{"name": "train", "resources": patch}]}})
+            assert p.returncode == 1 and DENIED in p.stderr and f"{policy}: " in p.stderr, (patch, p.stderr)
+        unchanged = get()
+        assert unchanged["spec"]["containers"][0]["resources"] == current["spec"]["containers"][0]["resources"]
+        assert unchanged["metadata"]["generation"] == current["metadata"]["generation"]
+
+        kept = {"requests": {"cpu": "1500m"}, "limits": {"memory": "9Gi"}}
+        started = time.monotonic()
+        p = _resized(node, name, gpu_namespace, {"spec": {"containers": [{"name": "train", "resources": kept}]}})
+        assert p.returncode == 0, p.stderr
+        assert _same(get()["spec"]["containers"][0]["resources"], kept)
+        last: list = []
+
+        def applied() -> bool:
+            current = get()
+            last[:] = [current["status"]["containerStatuses"][0].get("resources"),
+                       [c for c in current["status"].get("conditions", []) if c["type"].startswith("PodResize")]]
+            return _same(last[0] or {}, kept) and not last[1]
+
+        try:
+            wait_for("the kubelet to apply the resize", applied, 120, 1, node.dead)
+        except TimeoutError as exc:
+            pytest.fail(f"{exc}; container status resources {last[0]}, resize conditions {last[1]}\n{describe()}",
+                        pytrace=False)
+        took = time.monotonic() - started
+        # The per-device floors are warn-level (policies/resources-declared.yaml): below them a resize is admitted
+        # with the floor's warning, as a create would be.
+        p = _resized(node, name, gpu_namespace, {"spec": {"containers": [{"name": "train", "resources": {
+            "requests": {"cpu": "500m"}}}]}})
+        assert p.returncode == 0, p.stderr
+        assert "Warning: resources-declared: container train requests 500m cpu for 1 device(s); at least 1 per " \
+            "device" in p.stderr, p.stderr
+        print(f"resizes to 0 cpu and below /dev/shm refused; 1.5 cpu / 9Gi applied by the kubelet {took:.1f} s "
+              f"after the patch; 500m cpu admitted with the floor's warning")
+    finally:
+        node.kubectl("-n", gpu_namespace, "delete", "pod", name, "--ignore-not-found", "--grace-period=0",
+                     "--force", "--wait=true", "--timeout=60s", check=False, timeout=90)
 
 
 def _stream(api, namespace: str, seconds: float, until=lambda: False) -> list[tuple[float, int, str, bool]]:

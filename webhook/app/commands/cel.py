@@ -24,7 +24,7 @@ from webhook.inputs.sources import load_paths
 from webhook.k8s.versions import DEFAULT_PORTABILITY, SUPPORTED, version as kubernetes_version
 from webhook.language.compiler import policy_expression
 from webhook.language.declarations import for_level
-from webhook.outputs.diagnostics import of_input_error
+from webhook.outputs.diagnostics import format_diagnostic, of_input_error
 
 
 _NO_VARIABLE = re.compile(r"variables has no field '([A-Za-z_][A-Za-z0-9_]*)'")
@@ -62,13 +62,13 @@ def _display(value: Any) -> str:
 
 
 def _located(source: str, offset: int, message: str) -> str:
-    """`<expression>:line:col: message`, the line as written and a caret under the place (a rule's expression
-    copied from a YAML block may span lines)."""
+    """`<expression>:line:col: error: message` (the one form of every diagnostic, docs/cli.md), the line as written
+    and a caret under the place (a rule's expression copied from a YAML block may span lines)."""
     start = source.rfind("\n", 0, offset) + 1
     end = source.find("\n", offset)
     line, column = source.count("\n", 0, offset) + 1, offset - start + 1
     text = source[start:end if end >= 0 else len(source)]
-    return f"<expression>:{line}:{column}: {message}\n  {text}\n  {' ' * (column - 1)}^"
+    return f"{format_diagnostic('<expression>', line, column, 'error', message)}\n  {text}\n  {' ' * (column - 1)}^"
 
 
 def _level_hint(policy: Any, level: str, message: str) -> str:
@@ -115,7 +115,7 @@ def run(args) -> int:
         print(of_input_error(error), file=sys.stderr)
     if loaded.errors or not loaded.resources:
         if not loaded.errors:
-            print(f"error: {args.object}: no Kubernetes object found", file=sys.stderr)
+            print(format_diagnostic(args.object, 0, 0, "error", "no Kubernetes object found"), file=sys.stderr)
         return 2
     resource = _chosen(args, loaded.resources)
     if resource is None:
@@ -127,8 +127,8 @@ def run(args) -> int:
         if args.rule:
             rules = [rule for rule in policy.rules if rule.name == args.rule]
             if not rules:
-                print(f"error: {args.policy}: no rule {args.rule!r} (rules: "
-                      f"{', '.join(r.name for r in policy.rules)})", file=sys.stderr)
+                print(format_diagnostic(args.policy, 0, 0, "error", f"no rule {args.rule!r} (rules: "
+                                        f"{', '.join(r.name for r in policy.rules)})"), file=sys.stderr)
                 return 2
             level = rules[0].target
         level = level or policy.target
@@ -151,14 +151,16 @@ def run(args) -> int:
         print(_located(args.expression, exc.offset or 0, exc.message + _level_hint(policy, level, exc.message)),
               file=sys.stderr)
         return 2
+    where = resource.origin.position("")  # the chosen object's own line, for what is said about it
     context = new_context()
     reader = SimpleNamespace(variables=reads, requires=requires)
     bind_resource(context, scope, [reader], engine.config.classification)
     if level in ("pod", "container") and template is None:
-        print(f"error: {args.object}: no pod template to bind at level {level}", file=sys.stderr)
+        print(format_diagnostic(args.object, *where, "error", f"no pod template to bind at level {level}"),
+              file=sys.stderr)
         return 2
     if level == "container" and container is None:
-        print(f"error: {args.object}: no container to bind", file=sys.stderr)
+        print(format_diagnostic(args.object, *where, "error", "no container to bind"), file=sys.stderr)
         return 2
     enter(context, scope, template if level != "object" else None, templates.index(template) if template else None,
           container if level == "container" else None, engine.config.classification)
@@ -166,15 +168,16 @@ def run(args) -> int:
         bind_variables(context, policy)  # a fresh, lazy set for this binding, as the engine's
         # Evaluated anyway (the author asked), but said: a review would never run this policy's rules here.
         if policy not in chosen:
-            print(f"note: policy {policy.id} does not apply to this object (its match): a review never runs it here",
-                  file=sys.stderr)
+            print(format_diagnostic(args.object, *where, "warning", f"policy {policy.id} does not apply to this object "
+                                    "(its match): a review never runs it here"), file=sys.stderr)
         elif level == "container" and not policy.takes(container):
-            print(f"note: policy {policy.id} does not check container {container.name} ({container.section}): "
-                  f"a review never runs its container rules on it", file=sys.stderr)
+            print(format_diagnostic(args.object, *where, "warning", f"policy {policy.id} does not check container "
+                                    f"{container.name} ({container.section}): a review never runs its container "
+                                    "rules on it"), file=sys.stderr)
     try:
         value = expression.run(context)
     except Exception as exc:  # noqa: BLE001 - any evaluation error is a CEL error, reported as such
-        print(f"error: {exc}", file=sys.stderr)
+        print(format_diagnostic("<expression>", 0, 0, "error", f"evaluation: {exc}"), file=sys.stderr)
         return 1
     print(_display(value))
     return 0
