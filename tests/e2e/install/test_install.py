@@ -51,6 +51,10 @@ def api(node, installed):
 
 @pytest.fixture(scope="module")
 def gpu_namespace(node, api):
+    return make_gpu_namespace(api)
+
+
+def make_gpu_namespace(api) -> str:
     """A namespace with a GPU quota (the controller manager's quota controller fills in its status) and the
     priority class that bare GPU pods may use (policies/priority-class.yaml)."""
     name = f"gpu-{uuid.uuid4().hex[:6]}"
