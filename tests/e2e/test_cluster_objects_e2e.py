@@ -148,7 +148,8 @@ def test_a_policy_applied_with_kubectl_is_enforced_and_a_broken_one_costs_only_i
                            "the broken Policy's Loaded condition")
     assert condition["status"] == "False" and condition["reason"] == "Invalid"
     line, column = clusterobjects.position(condition, "e2e-broken")
-    shown = clusterobjects.without_status(apiserver.kubectl("get", "policies.aiadmit.dev", "e2e-broken", "-o", "yaml").stdout)
+    shown = clusterobjects.without_status(
+        apiserver.kubectl("get", "policies.aiadmit.dev", "e2e-broken", "-o", "yaml").stdout)
     assert shown[line - 1].lstrip().startswith("- expression:"), (line, shown)  # the line kubectl shows
     assert shown[line - 1][column - 1:].startswith("+ 'a'")
     assert denied_by_team_label(apiserver, ns)  # the previous policies keep being enforced
