@@ -22,8 +22,8 @@ import yaml
 
 import clusterobjects
 import installs
+from gpuadmission import DENIED, dry_run, gpu_pod, make_gpu_namespace
 from nodeharness import NAMESPACE, wait_for
-from test_install import DENIED, api, dry_run, gpu_pod, make_gpu_namespace  # noqa: F401 (api: a fixture)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.e2e, pytest.mark.parametrize("installed", ["helm"], indirect=True)]
 
