@@ -17,7 +17,8 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from webhooks import OWN_NAMESPACE, REPO, aiadmit_cli, wait_until
+import clusterobjects
+from webhooks import OWN_NAMESPACE, aiadmit_cli, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -29,12 +30,7 @@ WEBHOOK_SA = f"system:serviceaccount:{OWN_NAMESPACE}:aiadmit"
 
 def team_policy(name: str, expression: str | None = None) -> dict:
     """examples/policies/team-label.yaml, limited to this module's namespaces."""
-    doc = yaml.safe_load((REPO / "examples" / "policies" / "team-label.yaml").read_text())
-    doc["metadata"]["name"] = name
-    doc["match"]["namespaces"] = [f"{PREFIX}-*"]
-    if expression:
-        doc["rules"][0]["expression"] = expression
-    return doc
+    return clusterobjects.team_policy(name, [f"{PREFIX}-*"], expression)
 
 
 def gpu_pod(name: str, namespace: str) -> dict:
@@ -68,22 +64,7 @@ def admitted(apiserver, namespace: str, name: str | None = None) -> bool:
 def loaded(apiserver, kind: str, name: str, namespace: str | None = None) -> dict | None:
     """The Loaded condition of the stored object, once it is for the object's current generation."""
     args = ["get", kind, name, "-o", "json"] + (["-n", namespace] if namespace else [])
-    obj = apiserver.kubectl_json(*args)
-    for condition in (obj.get("status") or {}).get("conditions") or ():
-        if condition["type"] == "Loaded" and condition.get("observedGeneration") == obj["metadata"]["generation"]:
-            return condition
-    return None
-
-
-def without_status(text: str) -> list[str]:
-    """The lines of `kubectl get -o yaml` less the top-level `status` block (the positions aiadmit gives)."""
-    out, inside = [], False
-    for line in text.splitlines():
-        if line and not line[0].isspace() and not line.startswith("- "):
-            inside = line.startswith("status:")
-        if not inside:
-            out.append(line)
-    return out
+    return clusterobjects.loaded_condition(apiserver.kubectl_json(*args))
 
 
 def apply(apiserver, doc: dict, *extra: str, check: bool = True):
@@ -160,16 +141,15 @@ def test_a_policy_applied_with_kubectl_is_enforced_and_a_broken_one_costs_only_i
     assert condition["status"] == "True" and condition["reason"] == "Loaded"
 
     # A second policy whose CEL does not compile: refused in its status at line:col, the first keeps working.
-    broken = team_policy("e2e-broken", expression="has(object.metadata.labels) && 1 + 'a' == 2")
+    broken = team_policy("e2e-broken", expression=clusterobjects.BROKEN_EXPRESSION)
     broken["metadata"]["labels"] = {"aiadmit-e2e": "cluster-objects"}
     apply(apiserver, broken)
     condition = wait_until(lambda: loaded(apiserver, "policies.aiadmit.dev", "e2e-broken"), 15,
                            "the broken Policy's Loaded condition")
     assert condition["status"] == "False" and condition["reason"] == "Invalid"
-    where = condition["message"].split(": ", 1)[0]
-    assert where.startswith("Policy/e2e-broken:"), condition["message"]
-    line, column = (int(n) for n in where.split(":")[1:3])
-    shown = without_status(apiserver.kubectl("get", "policies.aiadmit.dev", "e2e-broken", "-o", "yaml").stdout)
+    line, column = clusterobjects.position(condition, "e2e-broken")
+    shown = clusterobjects.without_status(
+        apiserver.kubectl("get", "policies.aiadmit.dev", "e2e-broken", "-o", "yaml").stdout)
     assert shown[line - 1].lstrip().startswith("- expression:"), (line, shown)  # the line kubectl shows
     assert shown[line - 1][column - 1:].startswith("+ 'a'")
     assert denied_by_team_label(apiserver, ns)  # the previous policies keep being enforced
@@ -192,11 +172,7 @@ def test_an_exception_from_an_approver_covers_one_namespace_and_others_are_refus
     approver = f"approver-{uuid.uuid4().hex[:5]}@example.com"
     apiserver.kubectl("create", "rolebinding", "aiadmit-approvers", "-n", a,
                       "--clusterrole=aiadmit-exception-approver", f"--user={approver}")
-    exception = {"apiVersion": "aiadmit.dev/v1alpha1", "kind": "PolicyException",
-                 "metadata": {"name": "legacy-train", "namespace": a},
-                 "spec": {"policies": ["e2e-team-label"], "reason": "legacy training job, labelled next sprint",
-                          "requestedBy": "tenant-a", "expires": "2099-12-31",
-                          "match": {"names": ["legacy-*"], "kinds": ["Pod"]}}}
+    exception = clusterobjects.exception(a, "e2e-team-label")
 
     # Without the role: refused by RBAC, in its own namespace and in the approver's.
     stranger = apply(apiserver, exception, "--as=stranger@example.com", check=False)

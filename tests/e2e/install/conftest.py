@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from kubernetes import config as kconfig
 
 import images
 import installs
@@ -99,3 +100,11 @@ def installed(request, node, tmp_path_factory):
     last = request.param == INSTALLS[-1]
     took = install.uninstall(namespace_too=not last)
     print(f"{request.param} uninstalled in {took:.1f} s")
+
+
+@pytest.fixture(scope="module")
+def api(node, installed):
+    """A Kubernetes client of the cluster's admin, once aiadmit is installed."""
+    c = kconfig.new_client_from_config(config_file=str(node.kubeconfig))
+    yield c
+    c.close()
