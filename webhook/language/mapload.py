@@ -186,15 +186,8 @@ def _binding(resource: Resource, problems: _Problems) -> Optional[MutatingBindin
         problems.add(resource, "/spec/policyName" if spec else "/spec", "policyName is required")
         return None
     _unknown(resource, "/spec", spec, "binding", problems, BINDING)
-    ref = _map(resource, "/spec/paramRef", spec.get("paramRef"), problems) or None
-    if ref is not None:
-        if ref.get("parameterNotFoundAction") not in ("Allow", "Deny"):
-            problems.add(resource, "/spec/paramRef/parameterNotFoundAction", "must be Allow or Deny")
-        if ("name" in ref) == ("selector" in ref):
-            problems.add(resource, "/spec/paramRef", "exactly one of name or selector is required")
-    match = _map(resource, "/spec/matchResources", spec.get("matchResources"), problems) or None
+    ref, match = vapload.ref_and_match(resource, spec, problems)
     if match is not None:
-        _rules(resource, "/spec/matchResources", match, problems, required=False)
         _operations(resource, "/spec/matchResources", match, problems)
     if name is None:
         return None

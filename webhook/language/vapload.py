@@ -281,6 +281,21 @@ def _policy(resource: Resource, problems: _Problems, limits: Optional[Limits]) -
     return InTreePolicy(name, resource, failure, match, conditions, variables, validations, annotations, param_kind)
 
 
+def ref_and_match(resource: Resource, spec: dict, problems: _Problems) -> tuple[Optional[dict], Optional[dict]]:
+    """A binding's paramRef and matchResources, checked as the API server checks them (a VAP's binding and a
+    MAP's alike; mapload.py)."""
+    ref = _map(resource, "/spec/paramRef", spec.get("paramRef"), problems) or None
+    if ref is not None:
+        if ref.get("parameterNotFoundAction") not in ("Allow", "Deny"):
+            problems.add(resource, "/spec/paramRef/parameterNotFoundAction", "must be Allow or Deny")
+        if ("name" in ref) == ("selector" in ref):
+            problems.add(resource, "/spec/paramRef", "exactly one of name or selector is required")
+    match = _map(resource, "/spec/matchResources", spec.get("matchResources"), problems) or None
+    if match is not None:
+        _rules(resource, "/spec/matchResources", match, problems, required=False)
+    return ref, match
+
+
 def _binding(resource: Resource, problems: _Problems) -> Optional[InTreeBinding]:
     name = _name(resource, problems)
     spec = _map(resource, "/spec", resource.obj.get("spec"), problems, required=True)
@@ -296,15 +311,7 @@ def _binding(resource: Resource, problems: _Problems) -> Optional[InTreeBinding]
             problems.add(resource, f"/spec/validationActions/{index}", f"must be Deny, Warn or Audit, not {action!r}")
     if "Deny" in actions and "Warn" in actions:
         problems.add(resource, "/spec/validationActions", "Deny and Warn may not be used together")
-    ref = _map(resource, "/spec/paramRef", spec.get("paramRef"), problems) or None
-    if ref is not None:
-        if ref.get("parameterNotFoundAction") not in ("Allow", "Deny"):
-            problems.add(resource, "/spec/paramRef/parameterNotFoundAction", "must be Allow or Deny")
-        if ("name" in ref) == ("selector" in ref):
-            problems.add(resource, "/spec/paramRef", "exactly one of name or selector is required")
-    match = _map(resource, "/spec/matchResources", spec.get("matchResources"), problems) or None
-    if match is not None:
-        _rules(resource, "/spec/matchResources", match, problems, required=False)
+    ref, match = ref_and_match(resource, spec, problems)
     if name is None or not actions or any(a not in ACTIONS for a in actions):
         return None
     return InTreeBinding(name, resource, policy, tuple(ACTIONS[a] for a in actions), match, ref)
