@@ -76,15 +76,7 @@ def onto(raw: Any, operations: list[dict]) -> list[dict]:
     out = []
     for operation in operations:
         tokens = jp.split(operation["path"])
-        node, depth = raw, 0
-        for token in tokens[:-1]:
-            if isinstance(node, dict) and token in node:
-                node = node[token]
-            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-                node = node[int(token)]
-            else:
-                break
-            depth += 1
+        node, depth = jp.walk(raw, tokens[:-1])
         if operation["op"] == "remove":
             if depth == len(tokens) - 1 and isinstance(node, dict) and tokens[-1] in node:
                 out.append(operation)
@@ -101,5 +93,4 @@ def onto(raw: Any, operations: list[dict]) -> list[dict]:
         for token in reversed(rest):
             value = {token: value}
         out.append({"op": "add", "path": jp.join("", *tokens[:depth + 1]), "value": value})
-        node = None
     return out

@@ -61,19 +61,24 @@ def relative(base: str, rel: str) -> str:
     return join("", *tokens)
 
 
-def deepest_existing(document: Any, pointer: str) -> str:
-    """The longest prefix of `pointer` that exists in `document` (where a missing field's finding points)."""
-    node = document
-    kept: list[str] = []
-    for token in split(pointer):
+def walk(document: Any, tokens: Iterable[str]) -> tuple[Any, int]:
+    """The deepest node `tokens` reach in `document`, and how many of them it took to get there."""
+    node, depth = document, 0
+    for token in tokens:
         if isinstance(node, dict) and token in node:
             node = node[token]
         elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
             node = node[int(token)]
         else:
             break
-        kept.append(token)
-    return join("", *kept)
+        depth += 1
+    return node, depth
+
+
+def deepest_existing(document: Any, pointer: str) -> str:
+    """The longest prefix of `pointer` that exists in `document` (where a missing field's finding points)."""
+    tokens = split(pointer)
+    return join("", *tokens[:walk(document, tokens)[1]])
 
 
 @lru_cache(maxsize=4096)  # reports ask for the same few dozen pointers thousands of times
