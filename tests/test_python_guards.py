@@ -143,8 +143,6 @@ def test_which_conjuncts_are_guards():
 ])
 def test_an_exists_has_guard_is_false_only_where_cel_is(volumes, may_hold):
     """Bit clear only for a list of maps none of which holds the field; everything else runs the CEL."""
-    check = _held((("pod", ("volumes",), "image"),))
-    template = type("Template", (), {"spec": {"volumes": volumes}, "metadata": {}})()
-    assert bool(check({}, template, None)) is may_hold
-    absent = type("Template", (), {"spec": {}, "metadata": {}})()
-    assert check({}, absent, None) == 1  # the path absent: CEL's error (has() guards say absent), not Python's
+    check = _held((("pod", ("volumes",), "image"),))  # (object, pod spec, pod metadata, container)
+    assert bool(check({}, {"volumes": volumes}, {}, None)) is may_hold
+    assert check({}, {}, {}, None) == 1  # the path absent: CEL's error (has() guards say absent), not Python's

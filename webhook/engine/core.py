@@ -18,7 +18,8 @@ from typing import Any, Iterable, Optional
 
 from webhook.cel.environment import Activation, new_context
 from webhook.engine import mutation
-from webhook.engine.binding import Scope, bind_resource, bind_variables, enter, policy_reads
+from webhook.cel.runtime import Variables
+from webhook.engine.binding import Scope, bind_resource, enter, policy_reads
 from webhook.engine.deadline import BudgetExceeded, check_deadline, copy_json
 from webhook.engine.enforcement import Enforcement
 from webhook.engine.planning import Plan, missing_facts, where
@@ -225,32 +226,33 @@ class Engine:
             return scope.evaluation
         context = new_context()
         scope.chosen = tuple(chosen)
-        objects, pods, containers, scope.reads = self._layout(scope.evaluation.policies, scope.evaluation.classes,
-                                                              chosen)
-        for policy, plan in objects:
-            if deadline is not None:
-                check_deadline(deadline)
-            self._run(context, scope, policy, plan, "", None, None)
+        objects, pods, containers, scope.reads, taking = self._layout(scope.evaluation.policies,
+                                                                      scope.evaluation.classes, chosen)
+        if objects:
+            self._run(context, scope, objects, "", None, None, None, deadline)
         if scope.workload is not None and (pods or containers):
             for position, template in enumerate(scope.workload.templates):
                 has_spec = template.spec is not None
-                if has_spec:
-                    for policy, plan in pods:
-                        if deadline is not None:
-                            check_deadline(deadline)
-                        self._run(context, scope, policy, plan, template.spec_pointer, template, None, position)
+                if has_spec and pods:
+                    self._run(context, scope, pods, template.spec_pointer, template, None, position, deadline)
+                if not containers:
+                    continue
                 for container in template.containers:
-                    for policy, with_spec, without_spec in containers:
-                        if policy.takes(container):
-                            if deadline is not None:
-                                check_deadline(deadline)
-                            self._run(context, scope, policy, with_spec if has_spec else without_spec,
-                                      container.pointer, template, container, position)
+                    key = (Policy.taken_as(container), has_spec)
+                    entries = taking.get(key)
+                    if entries is None:  # the container policies that take such a container, each with its plan
+                        entries = taking[key] = tuple((p, with_spec if has_spec else without_spec)
+                                                      for p, with_spec, without_spec in containers
+                                                      if p.takes(container))
+                    if entries:
+                        self._run(context, scope, entries, container.pointer, template, container, position,
+                                  deadline)
         return scope.evaluation
 
     def _layout(self, ids: tuple, classes: frozenset, chosen: list) -> tuple:
         """The chosen policies by level, each with its plan there: (object, plan), (pod, plan for a template with a
-        pod spec), (container, plan with a pod spec, plan without); and what they read (binding.policy_reads).
+        pod spec), (container, plan with a pod spec, plan without); what they read (binding.policy_reads); and,
+        filled as containers come, the container entries that take each kind of container (Policy.taken_as).
         Depends only on which policies were chosen and the classes, so it is made once per such pair, not per
         resource."""
         key = (ids, classes)
@@ -261,7 +263,7 @@ class Engine:
                          if p.target == "pod" or p.id in self._pod_rules)  # a container policy's pod rules too
             containers = tuple((p, self._plan(p, "container", classes, True), self._plan(p, "container", classes, False))
                                for p in chosen if p.target == "container")
-            layout = (objects, pods, containers, policy_reads(chosen))
+            layout = (objects, pods, containers, policy_reads(chosen), {})
             if len(self._layouts) < 4096:
                 self._layouts[key] = layout
         return layout
@@ -273,24 +275,55 @@ class Engine:
             plan = self._plans[key] = Plan.of(policy, level, classes, has_spec)
         return plan
 
-    def _run(self, context: Activation, scope: Scope, policy: Policy, plan: Plan, base: str,
-             template: Optional[PodTemplate], container: Optional[Container], position: Optional[int] = None) -> None:
-        rules = plan.active(scope.resource.obj, template, container)
-        if not rules:
-            return
-        classification = scope.classification or self.config.classification
-        if not scope.bound:
-            bind_resource(context, scope, list(scope.chosen), classification, scope.reads)
-            scope.bound = True
-        entered = scope.entered
-        if entered is None or entered[0] is not template or entered[1] is not container:
-            enter(context, scope, template, position, container, classification)
-            scope.entered = (template, container)
-        if policy.named and plan.binds:
-            bind_variables(context, policy)
-        target = container.obj if container else (template.spec if template else scope.resource.obj)
-        for rule in rules:
-            self._run_rule(context, scope, policy, rule, base, container, target)
+    def _run(self, context: Activation, scope: Scope, entries: tuple, base: str, template: Optional[PodTemplate],
+             container: Optional[Container], position: Optional[int], deadline: Optional[float]) -> None:
+        """Every (policy, plan) of `entries` at one place (the object, a template's pod spec, a container), the
+        deadline checked before each policy. A rule that needs no cluster fact and checks an expression runs here,
+        calling its programs' functions (planning.Step); the others through `_run_rule`."""
+        obj = scope.resource.obj
+        spec = template.spec if template else None
+        meta = template.metadata if template else None
+        own = container.obj if container else None
+        target = None  # what a schema rule checks; None until some rule here runs (the context is bound then)
+        for policy, plan in entries:
+            if deadline is not None:
+                check_deadline(deadline)
+            if plan.guarded:
+                held = plan.held(obj, spec, meta, own)
+                steps = plan.chosen.get(held)
+                if steps is None:
+                    steps = plan.running(held)
+            else:
+                steps = plan.steps
+            if not steps:
+                continue
+            if target is None:
+                classification = scope.classification or self.config.classification
+                if not scope.bound:
+                    bind_resource(context, scope, list(scope.chosen), classification, scope.reads)
+                    scope.bound = True
+                entered = scope.entered
+                if entered is None or entered[0] is not template or entered[1] is not container:
+                    enter(context, scope, template, position, container, classification)
+                    scope.entered = (template, container)
+                target = own if container else (spec if template else obj)
+            if plan.binds:  # a fresh set of the policy's named variables (binding.bind_variables), no call
+                context["variables"] = Variables(policy.named, context)
+            for step in steps:
+                if not step.inline:
+                    self._run_rule(context, scope, policy, step.rule, base, container, target)
+                    continue
+                try:
+                    when = step.when
+                    if when is not None and when(context) is not True:
+                        continue
+                    if step.check(context) is not True:
+                        rule = step.rule
+                        self._add(scope, policy, rule, "fail", rule.message.render(context),
+                                  where(base, container, rule.path))
+                except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
+                    self._add(scope, policy, step.rule, "error", f"rule could not be evaluated: {exc}",
+                              where(base, container, step.rule.path))
 
     def _run_rule(self, context: Activation, scope: Scope, policy: Policy, rule: Rule, base: str,
                   container: Optional[Container], target: Any) -> None:

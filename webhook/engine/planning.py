@@ -16,13 +16,38 @@ from webhook.k8s.workload import Container, PodTemplate
 from webhook.language.policy import Policy, Rule
 
 
+class Step:
+    """One rule as the engine runs it: the compiled programs' functions themselves, so that a rule that needs no
+    cluster fact and checks an expression (`inline`) runs in the engine's loop with no call but the programs'.
+
+    Each function is fetched from its Expression at the rule's first run (`when`/`check` start as a stand-in that
+    compiles, keeps the program's function in its place and runs it): nothing is compiled that never runs."""
+
+    __slots__ = ("rule", "inline", "when", "check")
+
+    def __init__(self, rule: Rule):
+        self.rule = rule
+        self.inline = not rule.requires and rule.expression is not None  # else engine/core.py `_run_rule`
+        self.when = _fetched(self, "when", rule.when) if rule.when is not None else None
+        self.check = _fetched(self, "check", rule.expression) if self.inline else None
+
+
+def _fetched(step: Step, name: str, expression) -> Callable:
+    def first(context):
+        function = expression.program.execute  # compiled now, once; the Expression keeps the program too
+        setattr(step, name, function)
+        return function(context)
+    return first
+
+
 @dataclass(frozen=True)
 class Plan:
     """What one policy runs at one level (object, pod, container) for resources of given classes.
 
-    `rules` may apply there; `guarded`: some of them start with a has() test the engine makes in Python first.
-    `checks` are the distinct (variable, field path) those tests read, each tested once per run however many rules
-    share it; `chosen` remembers, for each outcome of them (a bit mask), which rules it leaves.
+    `rules` may apply there, `steps` the same rules as the engine runs them; `guarded`: some of them start with a
+    has() test the engine makes in Python first. `checks` are the distinct (variable, field path) those tests read,
+    each tested once per run however many rules share it; `chosen` remembers, for each outcome of them (a bit mask),
+    which steps it leaves.
     """
 
     rules: tuple
@@ -30,10 +55,11 @@ class Plan:
     checks: tuple = ()
     needs: tuple = ()  # per rule, the bit mask of the checks it requires
     chosen: dict = field(default_factory=dict, compare=False)
-    held: Optional[Callable] = field(default=None, compare=False)  # (obj, template, container) -> the checks' bits
-    # Some rule here reads the policy's named `variables`: only then are they bound (a policy whose container rules
-    # read none, image-digest, pays nothing per container for its pod-level ones).
+    held: Optional[Callable] = field(default=None, compare=False)  # (obj, pod, podMeta, container) -> the bits
+    # Some rule here reads the policy's named `variables` (and it has some): only then are they bound (a policy
+    # whose container rules read none, image-digest, pays nothing per container for its pod-level ones).
     binds: bool = True
+    steps: tuple = field(default=(), compare=False)
 
     @classmethod
     def of(cls, policy: Policy, level: str, classes: frozenset, has_spec: bool) -> "Plan":
@@ -44,19 +70,25 @@ class Plan:
         needs = tuple(sum(1 << checks.index(check) for check in set(rule.presence)) for rule in rules)
         return cls(rules=rules, guarded=bool(checks), checks=checks, needs=needs,
                    held=_held(checks) if checks else None,
-                   binds=any("variables" in rule.variables for rule in rules))
+                   binds=bool(policy.named) and any("variables" in rule.variables for rule in rules),
+                   steps=tuple(Step(rule) for rule in rules))
+
+    def running(self, held: int) -> tuple:
+        """The steps whose has() guards hold, given the bits `held` answered (the engine asks `chosen` first)."""
+        found = self.chosen.get(held)
+        if found is None:
+            found = tuple(step for step, need in zip(self.steps, self.needs) if need & held == need)
+            if len(self.chosen) < 256:  # bounded: a policy with many guards has few outcomes that occur
+                self.chosen[held] = found
+        return found
 
     def active(self, obj: dict, template: Optional[PodTemplate], container: Optional[Container]) -> tuple:
         """The rules whose has() guards hold on this object."""
         if not self.guarded:
             return self.rules
-        held = self.held(obj, template, container)
-        found = self.chosen.get(held)
-        if found is None:
-            found = tuple(rule for rule, need in zip(self.rules, self.needs) if need & held == need)
-            if len(self.chosen) < 256:  # bounded: a policy with many guards has few outcomes that occur
-                self.chosen[held] = found
-        return found
+        held = self.held(obj, template.spec if template else None, template.metadata if template else None,
+                         container.obj if container else None)
+        return tuple(step.rule for step in self.running(held))
 
 
 _ROOTS = {"container": "c", "pod": "p", "podMeta": "m"}  # any other variable: the object itself
@@ -66,13 +98,11 @@ def _held(checks: tuple) -> Callable:
     """One Python function that tests every (variable, field path) of `checks` as CEL's has() sees it (each step a
     map that holds the next name) and answers bit i set when check i holds: no loop and no call per check. A check
     (variable, field path, f) is `path.exists(v, has(v.f))` (language/guards.py): its bit is clear only where CEL
-    would answer false without an error (a list of maps, none holding f).
+    would answer false without an error (a list of maps, none holding f). The caller passes the pod spec, its
+    metadata and the container object (None where there is none), read once for all the plans at one place.
 
     Generated from the plan's own field names (each written as a Python literal by repr), compiled once per plan."""
-    lines = ["def held(obj, template, container):",
-             "    c = container.obj if container else None",
-             "    p = template.spec if template else None",
-             "    m = template.metadata if template else None",
+    lines = ["def held(obj, p, m, c):",  # the object, the pod spec, its metadata, the container (None: absent)
              "    bits = 0"]
     for bit, (variable, path, *field) in enumerate(checks):
         node, tests = _ROOTS.get(variable, "obj"), []

@@ -149,6 +149,13 @@ class Policy:
         return self.containers == "containersAndSidecars" and (container.section == "containers" or (
             container.section == "initContainers" and container.obj.get("restartPolicy") == "Always"))
 
+    @staticmethod
+    def taken_as(container) -> tuple:
+        """All that `takes` reads of a container: containers alike in this are taken by the same policies (the
+        engine keeps, per layout, which policies take each such container)."""
+        return container.section, container.section == "initContainers" and \
+            container.obj.get("restartPolicy") == "Always"
+
     def __post_init__(self) -> None:
         # Derived once: the engine asks for these on every evaluation.
         self.variables = frozenset().union(*(r.variables for r in self.rules), *(m.variables for m in self.mutations))
