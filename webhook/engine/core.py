@@ -22,7 +22,7 @@ from webhook.cel.runtime import Variables
 from webhook.engine.binding import Scope, bind_resource, enter, policy_reads
 from webhook.engine.deadline import BudgetExceeded, check_deadline, copy_json
 from webhook.engine.enforcement import Enforcement
-from webhook.engine.planning import Plan, missing_facts, where
+from webhook.engine.planning import Place, Plan, missing_facts, where
 from webhook.k8s.deviceclasses import accelerated, presumed, unchecked
 from webhook.k8s.selectors import selector_matches
 from webhook.k8s.workload import (Classification, Container, PodTemplate, ShapeError, no_tick, build_workload,
@@ -228,39 +228,40 @@ class Engine:
         scope.chosen = tuple(chosen)
         objects, pods, containers, scope.reads, taking = self._layout(scope.evaluation.policies,
                                                                       scope.evaluation.classes, chosen)
-        if objects:
+        if objects.entries:
             self._run(context, scope, objects, "", None, None, None, deadline)
-        if scope.workload is not None and (pods or containers):
+        if scope.workload is not None and (pods.entries or containers):
             for position, template in enumerate(scope.workload.templates):
                 has_spec = template.spec is not None
-                if has_spec and pods:
+                if has_spec and pods.entries:
                     self._run(context, scope, pods, template.spec_pointer, template, None, position, deadline)
                 if not containers:
                     continue
                 for container in template.containers:
                     key = (Policy.taken_as(container), has_spec)
-                    entries = taking.get(key)
-                    if entries is None:  # the container policies that take such a container, each with its plan
-                        entries = taking[key] = tuple((p, with_spec if has_spec else without_spec)
-                                                      for p, with_spec, without_spec in containers
-                                                      if p.takes(container))
-                    if entries:
-                        self._run(context, scope, entries, container.pointer, template, container, position,
+                    place = taking.get(key)
+                    if place is None:  # the container policies that take such a container, each with its plan
+                        place = taking[key] = Place(tuple((p, with_spec if has_spec else without_spec)
+                                                          for p, with_spec, without_spec in containers
+                                                          if p.takes(container)))
+                    if place.entries:
+                        self._run(context, scope, place, container.pointer, template, container, position,
                                   deadline)
         return scope.evaluation
 
     def _layout(self, ids: tuple, classes: frozenset, chosen: list) -> tuple:
-        """The chosen policies by level, each with its plan there: (object, plan), (pod, plan for a template with a
-        pod spec), (container, plan with a pod spec, plan without); what they read (binding.policy_reads); and,
-        filled as containers come, the container entries that take each kind of container (Policy.taken_as).
-        Depends only on which policies were chosen and the classes, so it is made once per such pair, not per
-        resource."""
+        """The chosen policies by level, each with its plan there: the object's and the pod specs' places
+        (planning.Place), the container policies with (plan with a pod spec, plan without); what they read
+        (binding.policy_reads); and, filled as containers come, the place of each kind of container
+        (Policy.taken_as, with or without a pod spec). Depends only on which policies were chosen and the classes,
+        so it is made once per such pair, not per resource."""
         key = (ids, classes)
         layout = self._layouts.get(key)
         if layout is None:
-            objects = tuple((p, self._plan(p, "object", classes, False)) for p in chosen if p.target == "object")
-            pods = tuple((p, self._plan(p, "pod", classes, True)) for p in chosen
-                         if p.target == "pod" or p.id in self._pod_rules)  # a container policy's pod rules too
+            objects = Place(tuple((p, self._plan(p, "object", classes, False)) for p in chosen
+                                  if p.target == "object"))
+            pods = Place(tuple((p, self._plan(p, "pod", classes, True)) for p in chosen
+                               if p.target == "pod" or p.id in self._pod_rules))  # a container policy's pod rules too
             containers = tuple((p, self._plan(p, "container", classes, True), self._plan(p, "container", classes, False))
                                for p in chosen if p.target == "container")
             layout = (objects, pods, containers, policy_reads(chosen), {})
@@ -275,28 +276,22 @@ class Engine:
             plan = self._plans[key] = Plan.of(policy, level, classes, has_spec)
         return plan
 
-    def _run(self, context: Activation, scope: Scope, entries: tuple, base: str, template: Optional[PodTemplate],
+    def _run(self, context: Activation, scope: Scope, place: Place, base: str, template: Optional[PodTemplate],
              container: Optional[Container], position: Optional[int], deadline: Optional[float]) -> None:
-        """Every (policy, plan) of `entries` at one place (the object, a template's pod spec, a container), the
-        deadline checked before each policy. A rule that needs no cluster fact and checks an expression runs here,
-        calling its programs' functions (planning.Step); the others through `_run_rule`."""
-        obj = scope.resource.obj
-        spec = template.spec if template else None
-        meta = template.metadata if template else None
-        own = container.obj if container else None
-        target = None  # what a schema rule checks; None until some rule here runs (the context is bound then)
-        for policy, plan in entries:
+        """The policies of `place` that have rules to run here (planning.Place), the deadline checked before each.
+        A rule that needs no cluster fact and checks an expression runs in this loop, calling its programs'
+        functions (planning.Step); the others through `_run_rule`."""
+        if place.held is None:
+            runs, trailing = place.always
+        else:
+            held = place.held(scope.resource.obj, template.spec if template else None,
+                              template.metadata if template else None, container.obj if container else None)
+            found = place.chosen.get(held)
+            runs, trailing = found if found is not None else place.runs(held)
+        target = None  # what a schema rule checks, set when the context is bound for this place
+        for policy, binds, steps in runs:
             if deadline is not None:
                 check_deadline(deadline)
-            if plan.guarded:
-                held = plan.held(obj, spec, meta, own)
-                steps = plan.chosen.get(held)
-                if steps is None:
-                    steps = plan.running(held)
-            else:
-                steps = plan.steps
-            if not steps:
-                continue
             if target is None:
                 classification = scope.classification or self.config.classification
                 if not scope.bound:
@@ -304,10 +299,12 @@ class Engine:
                     scope.bound = True
                 entered = scope.entered
                 if entered is None or entered[0] is not template or entered[1] is not container:
-                    enter(context, scope, template, position, container, classification)
+                    # the template part only where the walk enters another template (its containers share it)
+                    enter(context, scope, template if entered is None or entered[0] is not template else None,
+                          position, container, classification)
                     scope.entered = (template, container)
-                target = own if container else (spec if template else obj)
-            if plan.binds:  # a fresh set of the policy's named variables (binding.bind_variables), no call
+                target = container.obj if container else (template.spec if template else scope.resource.obj)
+            if binds:  # a fresh set of the policy's named variables (binding.bind_variables), without a call
                 context["variables"] = Variables(policy.named, context)
             for step in steps:
                 if not step.inline:
@@ -324,6 +321,8 @@ class Engine:
                 except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
                     self._add(scope, policy, step.rule, "error", f"rule could not be evaluated: {exc}",
                               where(base, container, step.rule.path))
+        if trailing and deadline is not None:
+            check_deadline(deadline)
 
     def _run_rule(self, context: Activation, scope: Scope, policy: Policy, rule: Rule, base: str,
                   container: Optional[Container], target: Any) -> None:

@@ -91,6 +91,40 @@ class Plan:
         return tuple(step.rule for step in self.running(held))
 
 
+class Place:
+    """The (policy, plan) entries that run at one kind of place (the object, a template's pod spec, a container of
+    one section), with the has() tests of all their plans made by one function (`held`: a test that several plans
+    share, `has(container.resources)`, is made once) and, for each outcome (a bit mask), what runs: `(runs,
+    trailing)`, runs the (policy, whether its variables are bound, steps) of the policies left with some rule, in
+    order; trailing, whether policies with nothing to run follow the last of them (the engine checks the deadline
+    before each policy that runs and once for those: the checks it made one after another, with nothing between
+    them, before this was kept per place)."""
+
+    __slots__ = ("entries", "checks", "held", "chosen", "always")
+
+    def __init__(self, entries: tuple):
+        self.entries = entries
+        self.checks = tuple(dict.fromkeys(check for _, plan in entries for check in plan.checks))
+        self.held = _held(self.checks) if self.checks else None  # (obj, pod, podMeta, container) -> the bits
+        self.chosen: dict = {}
+        self.always = None if self.checks else self.runs(0)  # no tests: the one outcome
+
+    def runs(self, held: int) -> tuple:
+        found = self.chosen.get(held)
+        if found is None:
+            runs, last = [], -1
+            for position, (policy, plan) in enumerate(self.entries):
+                bits = sum(1 << i for i, check in enumerate(plan.checks) if held >> self.checks.index(check) & 1)
+                steps = plan.running(bits) if plan.guarded else plan.steps
+                if steps:
+                    runs.append((policy, plan.binds, steps))
+                    last = position
+            found = (tuple(runs), last < len(self.entries) - 1)
+            if len(self.chosen) < 256:  # bounded, as a plan's
+                self.chosen[held] = found
+        return found
+
+
 _ROOTS = {"container": "c", "pod": "p", "podMeta": "m"}  # any other variable: the object itself
 
 
