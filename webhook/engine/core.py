@@ -16,28 +16,26 @@ import copy
 from functools import partial
 from typing import Any, Iterable, Optional
 
-from webhook.cel.environment import Activation, new_context
+from webhook.cel.environment import new_context
 from webhook.engine import mutation
-from webhook.cel.runtime import Variables
-from webhook.engine.binding import Scope, bind_resource, enter, policy_reads
+from webhook.engine.binding import Scope, policy_reads
 from webhook.engine.deadline import BudgetExceeded, check_deadline, copy_json
 from webhook.engine.enforcement import Enforcement
-from webhook.engine.planning import Place, Plan, missing_facts, where
+from webhook.engine.planning import Place, Plan
+from webhook.engine.running import run_place
 from webhook.k8s.deviceclasses import accelerated, presumed, unchecked
 from webhook.k8s.selectors import selector_matches
-from webhook.k8s.workload import (Classification, Container, PodTemplate, ShapeError, no_tick, build_workload,
-                                  kind_table)
+from webhook.k8s.workload import Classification, ShapeError, no_tick, build_workload, kind_table
 from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.language.checks import Checks
 from webhook.language.config import Config, ConfigError, load_config
 from webhook.engine import mapeval, mapreport, vap
 from webhook.language.loader import load_all
 from webhook.language.vapload import InTree
-from webhook.language.policy import Policy, Rule
+from webhook.language.policy import Policy
 from webhook.model import patch
-from webhook.model import pointer as jp
 from webhook.model.facts import ClusterFacts, NoFacts
-from webhook.model.findings import Evaluation, Finding, Mutation
+from webhook.model.findings import Evaluation, Mutation
 from webhook.model.resource import Resource
 
 __all__ = ["BudgetExceeded", "Engine"]
@@ -229,12 +227,12 @@ class Engine:
         objects, pods, containers, scope.reads, taking = self._layout(scope.evaluation.policies,
                                                                       scope.evaluation.classes, chosen)
         if objects.entries:
-            self._run(context, scope, objects, "", None, None, None, deadline)
+            run_place(self, context, scope, objects, "", None, None, None, deadline)
         if scope.workload is not None and (pods.entries or containers):
             for position, template in enumerate(scope.workload.templates):
                 has_spec = template.spec is not None
                 if has_spec and pods.entries:
-                    self._run(context, scope, pods, template.spec_pointer, template, None, position, deadline)
+                    run_place(self, context, scope, pods, template.spec_pointer, template, None, position, deadline)
                 if not containers:
                     continue
                 for container in template.containers:
@@ -245,7 +243,7 @@ class Engine:
                                                           for p, with_spec, without_spec in containers
                                                           if p.takes(container)))
                     if place.entries:
-                        self._run(context, scope, place, container.pointer, template, container, position,
+                        run_place(self, context, scope, place, container.pointer, template, container, position,
                                   deadline)
         return scope.evaluation
 
@@ -275,106 +273,6 @@ class Engine:
         if plan is None:  # what does not depend on the object's fields: the same for every resource of its classes
             plan = self._plans[key] = Plan.of(policy, level, classes, has_spec)
         return plan
-
-    def _run(self, context: Activation, scope: Scope, place: Place, base: str, template: Optional[PodTemplate],
-             container: Optional[Container], position: Optional[int], deadline: Optional[float]) -> None:
-        """The policies of `place` that have rules to run here (planning.Place), the deadline checked before each.
-        A rule that needs no cluster fact and checks an expression runs in this loop, calling its programs'
-        functions (planning.Step); the others through `_run_rule`."""
-        if place.held is None:
-            runs, trailing = place.always
-        else:
-            held = place.held(scope.resource.obj, template.spec if template else None,
-                              template.metadata if template else None, container.obj if container else None)
-            found = place.chosen.get(held)
-            runs, trailing = found if found is not None else place.runs(held)
-        target = None  # what a schema rule checks, set when the context is bound for this place
-        for policy, binds, steps in runs:
-            if deadline is not None:
-                check_deadline(deadline)
-            if target is None:
-                classification = scope.classification or self.config.classification
-                if not scope.bound:
-                    bind_resource(context, scope, list(scope.chosen), classification, scope.reads)
-                    scope.bound = True
-                entered = scope.entered
-                if entered is None or entered[0] is not template or entered[1] is not container:
-                    # the template part only where the walk enters another template (its containers share it)
-                    enter(context, scope, template if entered is None or entered[0] is not template else None,
-                          position, container, classification)
-                    scope.entered = (template, container)
-                target = container.obj if container else (template.spec if template else scope.resource.obj)
-            if binds:  # a fresh set of the policy's named variables (binding.bind_variables), without a call
-                context["variables"] = Variables(policy.named, context)
-            for step in steps:
-                if not step.inline:
-                    self._run_rule(context, scope, policy, step.rule, base, container, target)
-                    continue
-                try:
-                    when = step.when
-                    if when is not None and when(context) is not True:
-                        continue
-                    if step.check(context) is not True:
-                        rule = step.rule
-                        self._add(scope, policy, rule, "fail", rule.message.render(context),
-                                  where(base, container, rule.path))
-                except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
-                    self._add(scope, policy, step.rule, "error", f"rule could not be evaluated: {exc}",
-                              where(base, container, step.rule.path))
-        if trailing and deadline is not None:
-            check_deadline(deadline)
-
-    def _run_rule(self, context: Activation, scope: Scope, policy: Policy, rule: Rule, base: str,
-                  container: Optional[Container], target: Any) -> None:
-        when = rule.when
-        if rule.requires:
-            # A `when` that reads no cluster fact decides first whether the rule applies at all, so unknown facts
-            # make a rule skip only where it applies (a CPU-only template is not "skipped" by a GPU quota rule).
-            if rule.early:
-                try:
-                    if when.run(context) is not True:
-                        return
-                except Exception as exc:
-                    self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
-                              where(base, container, rule.path))
-                    return
-                when = None
-            missing = missing_facts(rule, scope.cluster)
-            if missing:
-                mode = self.config.settings(policy.id).context_failure or self.config.context_failure
-                if rule.when_unknown == "ignore" or mode == "allow":
-                    return
-                result = "fail" if mode == "deny" else "skip"
-                self._add(scope, policy, rule, result,
-                          f"{policy.id}/{rule.name} skipped: cluster facts unknown: {', '.join(missing)}"
-                          if result == "skip" else f"cluster facts unavailable: {', '.join(missing)}",
-                          where(base, container, rule.path))
-                return
-        try:
-            if when is not None and when.run(context) is not True:
-                return
-            if rule.expression is not None:
-                if rule.expression.run(context) is not True:
-                    self._add(scope, policy, rule, "fail", rule.message.render(context),
-                              where(base, container, rule.path))
-            else:
-                for path, detail in rule.schema.errors(target):
-                    context["error"] = detail
-                    self._add(scope, policy, rule, "fail", rule.message.render(context),
-                              where(base, container, jp.join("", *path)))
-        except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
-            self._add(scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
-                      where(base, container, rule.path))
-
-    def _add(self, scope: Scope, policy: Policy, rule: Rule, result: str, message: str, pointer: str) -> None:
-        if scope.unreadable and any(pointer == bad or pointer.startswith(bad + "/") for bad in scope.unreadable):
-            return  # the input error on that field says all there is to say
-        if scope.workload is not None and scope.workload.unlisted:
-            message += (f" [{scope.workload.unlisted} is not in the kinds table: this pod template was found by "
-                        f"its shape]")
-        scope.evaluation.findings.append(Finding(
-            policy=policy.id, rule=rule.name, action=self.enforcement.action(policy, rule, scope.ceiling),
-            result=result, message=message, resource=scope.resource, pointer=pointer))
 
     # ------------------------------------------------------------------ mutation
     def mutate(self, resource: Resource, facts: Optional[ClusterFacts] = None,

@@ -32,12 +32,19 @@ class Enforcement:
         self.config = config
         self.actions = {p.id: config.settings(p.id).action or p.action for p in policies}
         self._exception_index: dict[tuple, tuple] = {}
+        self._actions: dict[tuple, str] = {}  # (policy id, rule's action, ceiling) -> the action (few of them)
 
     def action(self, policy: Policy, rule: Rule, ceiling: Optional[str]) -> str:
-        action = self.actions[policy.id]
-        if rule.action:
-            action = lower(action, rule.action)
-        return lower(action, ceiling)
+        key = (policy.id, rule.action, ceiling)
+        found = self._actions.get(key)
+        if found is None:
+            found = self.actions[policy.id]
+            if rule.action:
+                found = lower(found, rule.action)
+            found = lower(found, ceiling)
+            if len(self._actions) < 65536:  # the ceiling is a namespace label's value: bounded all the same
+                self._actions[key] = found
+        return found
 
     def observes_only(self, policy: Policy, ceiling: Optional[str]) -> bool:
         """Whether the policy is lowered to `audit` here: a mutation then changes nothing."""

@@ -27,9 +27,9 @@ class Step:
 
     def __init__(self, rule: Rule):
         self.rule = rule
-        self.inline = not rule.requires and rule.expression is not None  # else engine/core.py `_run_rule`
+        self.inline = not rule.requires and rule.expression is not None  # else engine/running.py `run_rule`
         self.when = _fetched(self, "when", rule.when) if rule.when is not None else None
-        self.check = _fetched(self, "check", rule.expression) if self.inline else None
+        self.check = _fetched(self, "check", rule.expression) if rule.expression is not None else None
 
 
 def _fetched(step: Step, name: str, expression) -> Callable:
