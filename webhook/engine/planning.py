@@ -153,12 +153,6 @@ def _held(checks: tuple) -> Callable:
     return namespace["held"]
 
 
-def missing_facts(rule: Rule, cluster: Optional[dict]) -> list[str]:
-    """The cluster facts a rule requires that nobody could supply for this resource."""
-    known = cluster or {}
-    return [fact for fact in rule.requires if known.get(fact) is None]
-
-
 def where(base: str, container: Optional[Container], path: str) -> str:
     """Pointer of a finding: computed only for findings, never for passing rules."""
     return container.field_pointer(path) if container else base + path

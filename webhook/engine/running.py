@@ -15,11 +15,14 @@ from webhook.cel.environment import Activation
 from webhook.cel.runtime import Variables
 from webhook.engine.binding import Scope, bind_resource, enter
 from webhook.engine.deadline import check_deadline
-from webhook.engine.planning import Place, Step, missing_facts, where
+from webhook.engine.planning import Place, Step, where
 from webhook.k8s.workload import Container, PodTemplate
 from webhook.language.policy import Policy, Rule
 from webhook.model import pointer as jp
 from webhook.model.findings import Finding
+
+
+_NONE_KNOWN: dict = {}
 
 
 def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base: str,
@@ -89,7 +92,10 @@ def run_rule(engine: Any, context: Activation, scope: Scope, policy: Policy, ste
                     where(base, container, rule.path))
                 return
             when = None
-        missing = missing_facts(rule, scope.cluster)
+        known, missing = scope.cluster or _NONE_KNOWN, None  # the facts nobody could supply for this resource
+        for fact in rule.requires:
+            if known.get(fact) is None:
+                missing = [fact] if missing is None else missing + [fact]
         if missing:
             config = engine.config
             mode = config.settings(policy.id).context_failure or config.context_failure
