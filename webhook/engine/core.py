@@ -235,11 +235,12 @@ class Engine:
                     run_place(self, context, scope, pods, template.spec_pointer, template, None, position, deadline)
                 if not containers:
                     continue
+                places = taking[has_spec]
                 for container in template.containers:
-                    key = (Policy.taken_as(container), has_spec)
-                    place = taking.get(key)
+                    key = Policy.taken_as(container)
+                    place = places.get(key)
                     if place is None:  # the container policies that take such a container, each with its plan
-                        place = taking[key] = Place(tuple((p, with_spec if has_spec else without_spec)
+                        place = places[key] = Place(tuple((p, with_spec if has_spec else without_spec)
                                                           for p, with_spec, without_spec in containers
                                                           if p.takes(container)))
                     if place.entries:
@@ -251,7 +252,7 @@ class Engine:
         """The chosen policies by level, each with its plan there: the object's and the pod specs' places
         (planning.Place), the container policies with (plan with a pod spec, plan without); what they read
         (binding.policy_reads); and, filled as containers come, the place of each kind of container
-        (Policy.taken_as, with or without a pod spec). Depends only on which policies were chosen and the classes,
+        (Policy.taken_as), without and with a pod spec. Depends only on which policies were chosen and the classes,
         so it is made once per such pair, not per resource."""
         key = (ids, classes)
         layout = self._layouts.get(key)
@@ -262,7 +263,7 @@ class Engine:
                                if p.target == "pod" or p.id in self._pod_rules))  # a container policy's pod rules too
             containers = tuple((p, self._plan(p, "container", classes, True), self._plan(p, "container", classes, False))
                                for p in chosen if p.target == "container")
-            layout = (objects, pods, containers, policy_reads(chosen), {})
+            layout = (objects, pods, containers, policy_reads(chosen), ({}, {}))  # places without, with a pod spec
             if len(self._layouts) < 4096:
                 self._layouts[key] = layout
         return layout

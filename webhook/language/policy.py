@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # jsonschema is imported only where a schema rule is compiled
     from webhook.language.schemarule import SchemaRule
 
 ACTION_RANK = {"audit": 0, "warn": 1, "deny": 2}
+_SIDECAR = ("initContainers", "restartPolicy: Always")  # Policy.taken_as
 
 
 class PolicyLoadError(Exception):
@@ -150,11 +151,14 @@ class Policy:
             container.section == "initContainers" and container.obj.get("restartPolicy") == "Always"))
 
     @staticmethod
-    def taken_as(container) -> tuple:
+    def taken_as(container) -> Any:
         """All that `takes` reads of a container: containers alike in this are taken by the same policies (the
-        engine keeps, per layout, which policies take each such container)."""
-        return container.section, container.section == "initContainers" and \
-            container.obj.get("restartPolicy") == "Always"
+        engine keeps, per layout, which policies take each such container). Its section, or for a native sidecar
+        (an init container with restartPolicy Always) a key no section name can be; nothing is allocated."""
+        section = container.section
+        if section == "initContainers" and container.obj.get("restartPolicy") == "Always":
+            return _SIDECAR
+        return section
 
     def __post_init__(self) -> None:
         # Derived once: the engine asks for these on every evaluation.
