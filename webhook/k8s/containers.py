@@ -74,6 +74,8 @@ def _container_problems(container: dict, pointer: str, rename: dict[str, str]) -
                                             f"resources.{section} must be a map"), (resources_field, section)))
                 continue
             for name, quantity in values.items():
+                if type(quantity) is str and quantity in _READ_QUANTITIES:  # the common case, without a call
+                    continue
                 why = _quantity_problem(quantity)
                 if why is not None:
                     problems.append((ShapeError(f"{pointer}/{jp.escape(resources_field)}/{section}/{jp.escape(name)}",

@@ -19,7 +19,6 @@ from webhook.k8s.containers import ShapeError, check_list_of_maps, check_metadat
 from webhook.k8s.dra import undeclared
 from webhook.k8s.kindtable import KindSpec, Rel
 
-_MISSING = object()
 SECTIONS = ("initContainers", "containers", "ephemeralContainers")
 
 
@@ -89,10 +88,11 @@ def expand(node: Any, steps: tuple[tuple[str, str], ...], base: str = "", bound:
     if isinstance(node, dict):
         for key, value in node.items():
             label = str(key)
+            pointer = base + "/" + (jp.escape(label) if "~" in label or "/" in label else label)
             if rest:
-                yield from expand(value, rest, base + "/" + jp.escape(label), label, faithful and type(key) is str)
+                yield from expand(value, rest, pointer, label, faithful and type(key) is str)
             else:
-                yield base + "/" + jp.escape(label), value, label, faithful and type(key) is str
+                yield pointer, value, label, faithful and type(key) is str
     elif isinstance(node, list):
         for position, value in enumerate(node):
             # List items are named by `name` (JobSet replicatedJobs) or `groupName` (KubeRay worker groups).
@@ -114,9 +114,7 @@ def _at(obj: dict, owner: Any, base: str, place: Rel, faithful: bool) -> tuple[s
     node = owner
     for token in down:
         if isinstance(node, dict):
-            node = node.get(token, _MISSING)
-            if node is _MISSING:
-                return base + place.suffix, None
+            node = node.get(token)  # absent: None, as a null there reads (the next step or the end says None)
         elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
             node = node[int(token)]
         else:
@@ -143,6 +141,11 @@ def _maps(items: Any) -> bool:
     return True
 
 
+def no_tick() -> None:
+    """The deadline check when there is none (the walk then skips the call)."""
+    return None
+
+
 _NO_RENAME: dict = {}  # shared by the containers of pod specs, which rename nothing; never written to
 
 
@@ -152,9 +155,11 @@ def locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], dropped
     names to `dropped`). `tick` is called per template and every 256 containers (the engine's deadline)."""
     obj = resource.obj
     templates = []
+    ticking = tick is not no_tick
     for spec in kind.templates:
         for base, owner, bound, faithful in expand(obj, spec.steps):
-            tick()
+            if ticking:
+                tick()
             if not isinstance(owner, dict):
                 continue
             name = spec.name.replace("{*}", bound)
@@ -189,7 +194,7 @@ def locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], dropped
                             continue
                     at = f"{spec_pointer}/{section}/"
                     for position, item in enumerate(items):
-                        if not position % 256:
+                        if ticking and not position % 256:
                             tick()
                         pointer = at + str(position)
                         view = readable(item, pointer, _NO_RENAME, errors, dropped)

@@ -18,7 +18,7 @@ from webhook.model.resource import Resource
 from webhook.k8s.containers import ShapeError, check_metadata
 from webhook.k8s.dra import IMPLICIT_PREFIX
 from webhook.k8s.kindtable import KindSpec, TemplateSpec, kind_table, template_spec
-from webhook.k8s.podtemplates import Container, PodTemplate, locate
+from webhook.k8s.podtemplates import Container, PodTemplate, locate, no_tick
 from webhook.k8s.shape import TooLarge, searchable, template_entries, unlisted_name
 
 __all__ = ["AI_CLASSES", "ROLES", "Classification", "Container", "KindSpec", "PodTemplate", "ShapeError",
@@ -94,7 +94,7 @@ def _matches_accelerator(name: str, patterns: tuple[str, ...], device_classes: t
 
 def _devices(templates: list[PodTemplate], classification: Classification) -> frozenset[str]:
     found = set()
-    accelerator = classification.is_accelerator
+    known = classification._accelerators  # is_accelerator's memo, asked first without a call
     for template in templates:
         for container in template.containers:
             resources = container.obj.get("resources")
@@ -103,7 +103,10 @@ def _devices(templates: list[PodTemplate], classification: Classification) -> fr
             for section in ("limits", "requests"):
                 for name in resources.get(section) or ():
                     name = str(name)
-                    if accelerator(name):
+                    accelerator = known.get(name)
+                    if accelerator is None:
+                        accelerator = classification.is_accelerator(name)
+                    if accelerator:
                         found.add(name)
     return frozenset(found)
 
@@ -111,13 +114,23 @@ def _devices(templates: list[PodTemplate], classification: Classification) -> fr
 def template_devices(template: PodTemplate, classification: Classification) -> list[str]:
     """Accelerator resources that some container of the template asks for in a non-zero quantity."""
     found = set()
+    known = classification._accelerators
     for container in template.containers:
-        resources = container.obj.get("resources") or {}
+        resources = container.obj.get("resources")
+        if not resources:
+            continue
         for section in ("limits", "requests"):
-            for name, quantity in (resources.get(section) or {}).items():
+            values = resources.get(section)
+            if not values:
+                continue
+            for name, quantity in values.items():
+                name = str(name)
+                accelerator = known.get(name)
+                if accelerator is None:
+                    accelerator = classification.is_accelerator(name)
                 # a Fraction's sign is its numerator's: the test without Fraction's comparison in Python
-                if classification.is_accelerator(str(name)) and parse_quantity(quantity).numerator > 0:
-                    found.add(str(name))
+                if accelerator and parse_quantity(quantity).numerator > 0:
+                    found.add(name)
     return sorted(found)
 
 
@@ -133,10 +146,6 @@ def effective_tier(own: Any, namespace: Any, templates: Iterable[Any] = ()) -> O
     if isinstance(namespace, str) and namespace:
         return namespace
     return own if isinstance(own, str) and own else None
-
-
-def no_tick() -> None:
-    return None
 
 
 def build_workload(resource: Resource, classification: Classification,
