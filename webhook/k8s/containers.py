@@ -82,11 +82,18 @@ def _container_problems(container: dict, pointer: str, rename: dict[str, str]) -
                                                 why), (resources_field, section, name)))
     for list_field in ("volumeMounts", "env", "envFrom", "ports"):
         value = get(list_field)
-        if value is not None:
-            try:
-                check_list_of_maps(value, f"{pointer}/{list_field}", list_field)
-            except ShapeError as exc:
-                problems.append((exc, (list_field,)))
+        if value is None:
+            continue
+        if isinstance(value, list):  # a list of maps, the common case, is told without a call
+            for entry in value:
+                if not isinstance(entry, dict):
+                    break
+            else:
+                continue
+        try:  # what is wrong, and where
+            check_list_of_maps(value, f"{pointer}/{list_field}", list_field)
+        except ShapeError as exc:
+            problems.append((exc, (list_field,)))
     for str_list in ("command", "args"):
         value = get(str_list)
         if value is not None and not isinstance(value, list):

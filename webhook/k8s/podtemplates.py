@@ -11,7 +11,7 @@ either way, this is only the shorter road.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from webhook.model import pointer as jp
 from webhook.model.resource import Resource
@@ -65,26 +65,28 @@ class PodTemplate:
 
 
 def expand(node: Any, steps: tuple[tuple[str, str], ...], base: str = "", bound: str = "", faithful: bool = True) \
-        -> Iterator[tuple[str, Any, str, bool]]:
-    """Walk a pattern with '*' wildcards; yield (pointer, value, key the last wildcard matched, faithful).
+        -> Iterable[tuple[str, Any, str, bool]]:
+    """Walk a pattern with '*' wildcards: (pointer, value, key the last wildcard matched, faithful) for each place.
 
     Concrete steps are followed in a loop, a wildcard's items one by one (lazily: the caller ticks between them).
     `faithful`: the pointer, resolved from the top, reaches this same value (false once a wildcard went through a
     map key that is not a string, which the pointer's text cannot name)."""
     for index, (head, escaped) in enumerate(steps):
         if head == "*":
-            break
+            return _wildcard(node, steps[index + 1:], base, faithful)
         if isinstance(node, dict) and head in node:
             node = node[head]
         elif isinstance(node, list) and head.isdigit() and int(head) < len(node):  # a concrete index (by shape)
             node = node[int(head)]
         else:
-            return
+            return ()
         base += escaped
-    else:
-        yield base, node, bound, faithful
-        return
-    rest = steps[index + 1:]
+    return ((base, node, bound, faithful),)
+
+
+def _wildcard(node: Any, rest: tuple[tuple[str, str], ...], base: str, faithful: bool) \
+        -> Iterator[tuple[str, Any, str, bool]]:
+    """The places under each item of a wildcard's map or list (`rest`: the steps after the wildcard)."""
     if isinstance(node, dict):
         for key, value in node.items():
             label = str(key)
@@ -174,7 +176,7 @@ def locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], dropped
             metadata, metadata_pointer = {}, None
             if spec.metadata_rel is not None:
                 metadata_pointer, found = _at(obj, owner, base, spec.metadata_rel, faithful)
-                if found is not obj.get("metadata"):  # the object's own (a Pod's) was checked by build_workload
+                if found is not None and found is not obj.get("metadata"):  # a Pod's own was checked already
                     check_metadata(found, metadata_pointer)
                 metadata = found if isinstance(found, dict) else {}
             if spec.copies:
