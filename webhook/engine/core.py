@@ -109,14 +109,18 @@ class Engine:
 
     def _placed(self, kind: str, classes: frozenset, namespace: str) -> tuple:
         """The candidates that apply in this namespace, each with whether its label selector is still to be matched
-        and whether an exception or an exemption annotation could cover it here (else `exempt` is not asked)."""
+        and whether an exception or an exemption annotation could cover it here (else `exempt` is not asked); and,
+        when none has either, the policies and their ids as they are chosen (nothing left to ask per resource)."""
         key = (kind, classes, namespace)
         found = self._places.get(key)
         if found is None:
             exemptable = self.config.annotation_exemptable
-            found = tuple((p, p.match.selector is not None,
-                           bool(self.enforcement.exceptions_for(p.id, namespace)) or p.id in exemptable)
-                          for p in self.candidates(kind, classes) if p.match.admits_namespace(namespace))
+            entries = tuple((p, p.match.selector is not None,
+                             bool(self.enforcement.exceptions_for(p.id, namespace)) or p.id in exemptable)
+                            for p in self.candidates(kind, classes) if p.match.admits_namespace(namespace))
+            plain = None if any(selective or exempt for _, selective, exempt in entries) else \
+                (tuple(p for p, _, _ in entries), tuple(p.id for p, _, _ in entries))
+            found = (entries, plain)
             if len(self._places) < 65536:
                 self._places[key] = found
         return found
@@ -161,12 +165,17 @@ class Engine:
         classes = scope.workload.classes if scope.workload else frozenset()
         evaluation.classes = classes
         scope.ceiling = (namespace_labels or {}).get(self.config.enforcement_label)
-        labels = resource.labels
-        chosen = [p for p, selective, exemptable in self._placed(resource.kind, classes, resource.namespace)
-                  if not (selective and not selector_matches(p.match.selector, labels))
-                  and not (exemptable and self.enforcement.exempt(p.id, resource, evaluation))]
+        entries, plain = self._placed(resource.kind, classes, resource.namespace)
+        if plain is not None:  # no selector to match, no exemption to ask: the same policies for every resource
+            chosen = list(plain[0])
+            evaluation.policies = plain[1]
+        else:
+            labels = resource.labels
+            chosen = [p for p, selective, exemptable in entries
+                      if not (selective and not selector_matches(p.match.selector, labels))
+                      and not (exemptable and self.enforcement.exempt(p.id, resource, evaluation))]
+            evaluation.policies = tuple(p.id for p in chosen)
         evaluation.evaluated = bool(chosen) or scope.workload is not None
-        evaluation.policies = tuple(p.id for p in chosen)
         return scope, chosen
 
     def _unknown_namespace(self, namespace: str, evaluation: Evaluation) -> dict:

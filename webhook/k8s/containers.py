@@ -74,17 +74,26 @@ def _container_problems(container: dict, pointer: str, rename: dict[str, str]) -
                                             f"resources.{section} must be a map"), (resources_field, section)))
                 continue
             for name, quantity in values.items():
+                if type(quantity) is str and quantity in _READ_QUANTITIES:  # the common case, without a call
+                    continue
                 why = _quantity_problem(quantity)
                 if why is not None:
                     problems.append((ShapeError(f"{pointer}/{jp.escape(resources_field)}/{section}/{jp.escape(name)}",
                                                 why), (resources_field, section, name)))
     for list_field in ("volumeMounts", "env", "envFrom", "ports"):
         value = get(list_field)
-        if value is not None:
-            try:
-                check_list_of_maps(value, f"{pointer}/{list_field}", list_field)
-            except ShapeError as exc:
-                problems.append((exc, (list_field,)))
+        if value is None:
+            continue
+        if isinstance(value, list):  # a list of maps, the common case, is told without a call
+            for entry in value:
+                if not isinstance(entry, dict):
+                    break
+            else:
+                continue
+        try:  # what is wrong, and where
+            check_list_of_maps(value, f"{pointer}/{list_field}", list_field)
+        except ShapeError as exc:
+            problems.append((exc, (list_field,)))
     for str_list in ("command", "args"):
         value = get(str_list)
         if value is not None and not isinstance(value, list):

@@ -26,7 +26,7 @@ from webhook.outputs.vapcel import NotExportable, literal
 GROUP = "admissionregistration.k8s.io/v1"
 _FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SECTIONS = {"containers": ("containers",), "initContainers": ("initContainers",),
-             "all": ("initContainers", "containers")}  # the engine's walk order (webhook/k8s/workload.py)
+             "all": ("initContainers", "containers")}  # the engine's walk order (webhook/k8s/podtemplates.py)
 
 
 def _steps(path: str) -> list[str]:

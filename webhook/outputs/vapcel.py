@@ -173,7 +173,7 @@ def template_items(entry: Mapping, depth: int = 0, pointers: bool = False) -> st
     (and with `pointers`, "path": the JSON pointer of the spec, for a MutatingAdmissionPolicy's JSON Patch).
 
     `at` may hold `*` (every map value or list item); "{*}" in the name is the key or index it matched, as the
-    engine names it (webhook/k8s/workload.py)."""
+    engine names it (webhook/k8s/podtemplates.py)."""
     at = entry.get("at", "")
     steps = [s for s in at.split("/") if s]
     spec = entry.get("spec", "template/spec")

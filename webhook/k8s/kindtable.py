@@ -1,0 +1,131 @@
+"""kinds.yaml's pod-bearing kinds read into specs, with every relative pointer split once at load.
+
+Each template entry says where its pod spec, metadata, replica counts and extra
+containers stand relative to where the template stands (`template/spec`,
+`replicas`, `../../replicas`). The walk over a resource (k8s/podtemplates.py) reads
+them for every template of every review, so what does not depend on the resource
+is done here once per kind: the pattern of `at` split into steps, each relative
+pointer into the tokens it descends by and the pointer text it appends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Optional
+
+from webhook.model import pointer as jp
+from webhook.k8s.kindnames import KINDS_FILE, table_data
+
+
+@dataclass(frozen=True)
+class Rel:
+    """A relative pointer of kinds.yaml (`template/spec`, `../replicas`, `""` for the place itself).
+
+    `down`: its tokens when it only descends (no `..`), so it is read from the template's own node and its pointer
+    is the template's plus `suffix`; None when it climbs, and is then resolved from the top as written."""
+
+    text: str
+    down: Optional[tuple[str, ...]]
+    suffix: str
+
+
+def rel(text: str) -> Rel:
+    parts = [part for part in text.split("/") if part not in ("", ".")] if text else []
+    if ".." in parts:
+        return Rel(text, None, "")
+    down = tuple(jp.unescape(part) for part in parts)
+    return Rel(text, down, jp.join("", *down))
+
+
+@dataclass(frozen=True)
+class TemplateSpec:
+    at: tuple[str, ...]
+    spec: Optional[str]
+    metadata: Optional[str]
+    containers: tuple[str, ...]
+    rename: tuple[tuple[str, str], ...]
+    replicas: Optional[str]
+    multiply: tuple[str, ...]
+    subtract: int
+    name: str
+    default_replicas: int = 1
+    min_replicas: Optional[str] = None
+    subtract_if: Optional[str] = None
+    injects: tuple[tuple[tuple[str, Any], ...], ...] = ()  # what the operator adds to a container (kinds.yaml)
+    copies: tuple[str, ...] = ()  # maps whose labels and annotations the operator puts on the pods (kinds.yaml)
+    # The same, read once (see the module docstring): `at` as (token, its escaped "/token") steps, the relative
+    # pointers as `Rel`s (None where the entry has none).
+    steps: tuple[tuple[str, str], ...] = ()
+    spec_rel: Optional[Rel] = None
+    metadata_rel: Optional[Rel] = None
+    replicas_rel: Optional[Rel] = None
+    min_replicas_rel: Optional[Rel] = None
+    multiply_rels: tuple[Rel, ...] = ()
+    subtract_if_rel: Optional[Rel] = None
+    container_rels: tuple[Rel, ...] = ()
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    kind: str
+    group: str
+    role: Optional[str]
+    accelerated_role: Optional[str]
+    templates: tuple[TemplateSpec, ...]
+
+
+def _rel(text: Optional[str]) -> Optional[Rel]:
+    return None if text is None else rel(text)
+
+
+def template_spec(entry: dict) -> TemplateSpec:
+    """One template entry of kinds.yaml (or one found by shape, k8s/shape.py) with its pointers read."""
+    at = tuple(jp.split(entry.get("at", "")))
+    spec = entry.get("spec", "template/spec")
+    metadata = entry.get("metadata", "template/metadata")
+    containers = tuple(entry.get("containers", ()))
+    replicas = entry.get("replicas")
+    multiply = tuple(entry.get("multiply", ()))
+    min_replicas = entry.get("minReplicas")
+    subtract_if = entry.get("subtractIf")
+    return TemplateSpec(
+        at=at,
+        spec=spec,
+        metadata=metadata,
+        containers=containers,
+        rename=tuple(sorted((entry.get("rename") or {}).items())),
+        replicas=replicas,
+        multiply=multiply,
+        subtract=int(entry.get("subtract", 0)),
+        name=entry.get("name", "template"),
+        default_replicas=int(entry.get("defaultReplicas", 1)),
+        min_replicas=min_replicas,
+        subtract_if=subtract_if,
+        injects=tuple(tuple(sorted(item.items())) for item in entry.get("injects", ())),
+        copies=tuple(entry.get("copies", ())),
+        steps=tuple((token, "/" + jp.escape(token)) for token in at),
+        spec_rel=_rel(spec),
+        metadata_rel=_rel(metadata),
+        replicas_rel=_rel(replicas),
+        min_replicas_rel=_rel(min_replicas),
+        multiply_rels=tuple(rel(factor) for factor in multiply),
+        subtract_if_rel=_rel(subtract_if),
+        container_rels=tuple(rel(extra) for extra in containers),
+    )
+
+
+@lru_cache(maxsize=None)
+def kind_table(path: str = KINDS_FILE) -> dict[tuple[str, str], KindSpec]:
+    data = table_data(path)
+    table = {}
+    for entry in data["kinds"]:
+        spec = KindSpec(
+            kind=entry["kind"],
+            group=entry.get("group", ""),
+            role=entry.get("role"),
+            accelerated_role=entry.get("acceleratedRole"),
+            templates=tuple(template_spec(t) for t in entry.get("templates", ())),
+        )
+        table[(spec.group, spec.kind)] = spec
+    return table
