@@ -321,9 +321,16 @@ class Template:
     def render(self, context: Activation) -> str:
         """The message for the variables in `context`: a segment that fails shows as "?", never fails the review."""
         function = self._render
-        if function is None:  # two threads may both compile it: the same function, either one kept
-            function = self._render = self._compile()
+        if function is None:
+            function = self.program
         return function(context)
+
+    @property
+    def program(self) -> Any:
+        """The function rendering the message, compiled on first use (a server compiles it before serving)."""
+        if self._render is None:  # two threads may both compile it: the same function, either one kept
+            self._render = self._compile()
+        return self._render
 
     def _compile(self) -> Any:
         """One generated function for the whole message (cel/templates.py), on its first render (after the policy
