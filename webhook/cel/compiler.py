@@ -36,7 +36,7 @@ from webhook.cel.parser import parse
 from webhook.cel.runtime import TYPES, Unsupported
 
 _MACROS = ("all", "exists", "exists_one", "existsOne", "map", "filter")
-_HELPERS = {
+HELPERS = {
     "_eq": rt.equals, "_less": rt.less, "_add": rt.add, "_arith": rt.arith, "_in": rt.contains,
     "_sel": rt.select, "_idx": rt.index, "_fail": rt.fail, "_overload": rt.overload, "_neg": rt.negate,
     "_has": rt.has_field, "_iter": rt.iterable, "_map": rt.make_map, "_translate": rt.translate,
@@ -83,13 +83,7 @@ def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = 
     generated source from the command line's disk cache. `qualified`: the dotted variable names (`a.b.c`) the
     checker resolved in `source`, read as one variable each (CEL's qualified-name resolution, longest first).
     """
-    generator = _Generator(functions, qualified, inline)
-    body: list[str] = []
-    try:
-        generator.tree = fold(parse(source))
-        result = generator.value(generator.tree, body, "        ", {})
-    except RecursionError:
-        raise Unsupported("too deeply nested for the native compiler") from None
+    generator, body, result = generate(source, functions, qualified, inline)
     free = frozenset(generator.free)
     python = "\n".join([
         "def cel(A):",
@@ -100,7 +94,7 @@ def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = 
         "    except Exception as _exc:",
         "        raise _translate(_exc, A, _FREE) from None",
     ])
-    namespace = dict(_HELPERS, **fastpaths.NAMESPACE, **generator.constants, _FREE=free)
+    namespace = dict(HELPERS, **fastpaths.NAMESPACE, **generator.constants, _FREE=free)
     try:
         filename = f"<cel {source[:60]!r}>"
         code = cache.compile(python, filename) if cache is not None else compile(python, filename, "exec")
@@ -108,6 +102,21 @@ def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = 
         raise Unsupported(f"too deeply nested for the native compiler: {exc}") from None
     exec(code, namespace)  # our own generated source, built from a parsed tree: no user text is executed
     return Program(source, namespace["cel"], python)
+
+
+def generate(source: str, functions: Mapping[str, Callable], qualified: frozenset = frozenset(),
+             inline: Optional[Mapping[str, str]] = None, start: int = 0, free: str = "_FREE") -> tuple:
+    """(generator, statements, result expression) of `source`'s program, the statements indented for a `try:` in a
+    function of `A`: what compile_native wraps, and cel/templates.py puts several of into one function. Its names
+    are numbered from `start` + 1; `free` names the set of its free variables that its errors are translated with."""
+    generator = _Generator(functions, qualified, inline)
+    generator.count, generator.free_name = start, free
+    body: list[str] = []
+    try:
+        generator.tree = fold(parse(source))
+        return generator, body, generator.value(generator.tree, body, "        ", {})
+    except RecursionError:
+        raise Unsupported("too deeply nested for the native compiler") from None
 
 
 _IN = "    "
@@ -119,18 +128,15 @@ def _variable_tree(source: str) -> tuple:
     return fold(parse(source))
 
 
-def _literal_type(node: tuple) -> type | None:
-    """The Python type of a literal node (bool is not an int here), None for anything computed."""
-    return type(node[1]) if node[0] == "lit" else None
-
-
-class _Generator(Comprehensions, messages.Construction):
+class _Generator(Comprehensions, messages.Construction, fastpaths.Operators):
     """Emits statements into a list of lines and answers, for each node, a Python expression of its value.
 
     `value(node, out, indent, scope)` may append statements (at `indent`) that
     must run before the expression it returns; `scope` maps comprehension
     variables to the Python locals that carry them.
     """
+
+    free_name = "_FREE"  # what the generated code reads the free variables by (`_translate(_e, A, _FREE)`)
 
     def __init__(self, functions: Mapping[str, Callable], qualified: frozenset = frozenset(),
                  inline: Optional[Mapping[str, str]] = None):
@@ -249,7 +255,7 @@ class _Generator(Comprehensions, messages.Construction):
                 f"{indent}elif {name!r} in {local}.failed: raise {local}.failed[{name!r}]",
                 f"{indent}else:", f"{indent}{_IN}try:", *body, f"{inner}{local}.values[{name!r}] = {result}",
                 f"{indent}{_IN}except Exception as _e:",
-                f"{indent}{_IN * 2}{local}.fail({name!r}, _translate(_e, A, _FREE))", f"{indent}{_IN * 2}raise",
+                f"{indent}{_IN * 2}{local}.fail({name!r}, _translate(_e, A, {self.free_name}))", f"{indent}{_IN * 2}raise",
                 f"{indent}{_IN}{local} = {local}.values[{name!r}]"]
 
     def _select(self, node: tuple, out: list, indent: str, scope: dict) -> str:
@@ -277,48 +283,6 @@ class _Generator(Comprehensions, messages.Construction):
 
     def _neg(self, node: tuple, out: list, indent: str, scope: dict) -> str:
         return f"_neg({self.atom(node[1], out, indent, scope)})"
-
-    def _binary(self, node: tuple, out: list, indent: str, scope: dict) -> str:
-        _, op, left_node, right_node = node
-        left = self.atom(left_node, out, indent, scope)
-        right = self.atom(right_node, out, indent, scope)
-        if op in ("==", "!="):
-            for this, that in ((left_node, right), (right_node, left)):
-                if this[0] == "lit" and type(this[1]) is str:  # `x == "Memory"`: the common case, inline
-                    test = f"(type({that}) is str and {that} == {this[1]!r})"
-                    return test if op == "==" else f"(not {test})"
-            test = fastpaths.equals(left, right, _literal_type(right_node)) or \
-                fastpaths.equals(right, left, _literal_type(left_node)) or f"_eq({left}, {right})"
-            return test if op == "==" else f"(not {test})"
-        if op in ("<", "<=", ">", ">="):
-            kinds = (_literal_type(left_node), _literal_type(right_node))
-            if kinds[0] in (int, float) and kinds[1] in (int, float) and kinds[0] is kinds[1]:
-                return f"({left} {op} {right})"
-            if kinds[0] in (int, float) or kinds[1] in (int, float):  # one literal: the other of its very type
-                literal = kinds[0] if kinds[0] in (int, float) else kinds[1]
-                other = right if kinds[0] in (int, float) else left
-                check = f"type({other}) is {literal.__name__}"
-                nan = f"{other} != {other}" if literal is float else None  # a literal is never NaN
-            else:  # same Python type, int or float: a mixed pair compares as doubles in _less (cel-go)
-                check = f"type({left}) is type({right}) and (type({left}) is float or type({left}) is int)"
-                nan = f"{left} != {left} or {right} != {right}"
-            # a NaN orders as false in Python, an error in CEL: looked for only when the comparison said false
-            test = f"({left} {op} {right})" if nan is None else f"({left} {op} {right} or (({nan}) and _unordered()))"
-            return f"({test} if {check} else _less({left}, {right}, {op!r}))"
-        if op == "in":
-            # a str in a map or a list: what runtime.contains does for it, inline
-            checks = [f"(type({right}) is dict or type({right}) is list)"] + \
-                ([] if _literal_type(left_node) is str else [f"type({left}) is str"])
-            return f"(({left} in {right}) if {' and '.join(checks)} else _in({right}, {left}))"
-        if op == "+":
-            return fastpaths.add(left, right, self.name("s"))
-        if op == "*":
-            checks = [f"type({text}) is float" for text, operand in ((left, left_node), (right, right_node))
-                      if _literal_type(operand) is not float]
-            if not checks:
-                return f"({left} * {right})"
-            return f"(({left} * {right}) if {' and '.join(checks)} else _arith('*', {left}, {right}))"
-        return f"_arith({op!r}, {left}, {right})"
 
     def _and(self, node: tuple, out: list, indent: str, scope: dict) -> str:
         return self._logical(node[1], False, "&&", out, indent, scope)

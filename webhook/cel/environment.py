@@ -25,6 +25,7 @@ from webhook.cel.compiler import Unsupported, compile_native
 from webhook.cel.library import CALLABLES, FUNCTIONS as LIBRARY
 from webhook.cel.parser import ParseError, parse_with_positions
 from webhook.cel.portability import refusal
+from webhook.cel.templates import compile_template, display
 
 _TEMPLATE = re.compile(r"\{\{(.+?)\}\}", re.S)
 FUNCTIONS = {name: function.call for name, function in LIBRARY.items()}  # what generated programs call
@@ -297,6 +298,7 @@ class Template:
                  declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None,
                  portable: Any = None, constants: Optional[Mapping[str, list]] = None):
         self.parts: list[str | Expression] = []
+        self._memo, self._render = memo, None
         position = 0
         for match in _TEMPLATE.finditer(text):
             self.parts.append(text[position:match.start()])
@@ -317,6 +319,30 @@ class Template:
         self.named = frozenset().union(*(expression.named for expression in self.expressions))  # of the {{ }} only
 
     def render(self, context: Activation) -> str:
+        """The message for the variables in `context`: a segment that fails shows as "?", never fails the review."""
+        function = self._render
+        if function is None:
+            function = self.program
+        return function(context)
+
+    @property
+    def program(self) -> Any:
+        """The function rendering the message, compiled on first use (a server compiles it before serving)."""
+        if self._render is None:  # two threads may both compile it: the same function, either one kept
+            self._render = self._compile()
+        return self._render
+
+    def _compile(self) -> Any:
+        """One generated function for the whole message (cel/templates.py), on its first render (after the policy
+        compiler has set each expression's `inline`); segment by segment when one runs on the reference library."""
+        texts = self.parts[0::2]
+        try:
+            return compile_template(texts, [(e.compiled, frozenset(n for n in e.variables if "." in n), e.inline)
+                                            for e in self.expressions], FUNCTIONS, self._memo)
+        except (Unsupported, ParseError):
+            return self._render_segments
+
+    def _render_segments(self, context: Activation) -> str:
         out = []
         for text, expression in self._segments:
             out.append(text)
@@ -324,7 +350,7 @@ class Template:
                 value = expression.run(context)
             except Exception:
                 value = "?"
-            out.append(value if type(value) is str else _display(value))
+            out.append(value if type(value) is str else display(value))
         out.append(self._tail)
         return " ".join("".join(out).split())
 
@@ -356,12 +382,3 @@ class MessageExpression:
             return " ".join(value.split())
         return self.fallback.render(context) if self.fallback is not None else "the rule's messageExpression failed"
 
-
-def _display(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, list):
-        return ", ".join(_display(v) for v in value)
-    return str(value)

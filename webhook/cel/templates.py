@@ -1,0 +1,92 @@
+"""A message template compiled into one Python function: what `Template.render` runs (cel/environment.py).
+
+Why: a message with three `{{ }}` segments was rendered by three program calls, each through `Expression.run` and
+its own `try:`, then a Python loop joining the pieces; for a denied GPU PyTorchJob those calls cost more than the
+segments' own code (bench/RESULTS.md, 2026-12-07). Here the segments' generated statements (cel/compiler.py
+`generate`) stand one after the other in one function, each in its own `try:`, and the text around them is one
+f-string. Each segment keeps what its own program had: its comprehension steps counted from zero, its own free
+variables for the errors a named variable keeps (cel/values.py), "?" for any error of its own, its value shown by
+`display`; the message is then the whole text with its whitespace runs made single spaces, as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+from webhook.cel import fastpaths
+from webhook.cel.compiler import HELPERS, Unsupported, generate
+
+
+def display(value: Any) -> str:
+    """A segment's value in a message: CEL's spelling of bools, whole doubles without `.0`, lists comma-separated."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, list):
+        return ", ".join(display(v) for v in value)
+    return str(value)
+
+
+def compile_template(texts: Sequence[str], segments: Sequence[tuple[str, frozenset, Optional[Mapping[str, str]]]],
+                     functions: Mapping[str, Callable], cache: Any = None) -> Callable[[Mapping], str]:
+    """The function rendering a message: `texts` are the n + 1 pieces of text around the n segments, each segment
+    (its source with params inlined, its qualified names, its policy's named variables' sources or None).
+
+    Unsupported (or the parser's ParseError) when a segment needs the reference library or the whole is too deep
+    for Python: the caller then renders segment by segment, as each expression's own program would.
+    `cache.compile(python, filename)` may answer Python's compile (language/checks.py)."""
+    lines = ["def render(A):"]
+    namespace: dict[str, Any] = dict(HELPERS, **fastpaths.NAMESPACE, _display=display)
+    count = 0
+    for position, (source, qualified, inline) in enumerate(segments, 1):
+        free = f"_FREE{position}"
+        generator, body, result = generate(source, functions, qualified, inline, count, free)
+        count = generator.count
+        namespace.update(generator.constants)
+        namespace[free] = frozenset(generator.free)
+        value = f"_m{position}"
+        lines += ["    _n = 0", "    try:", *body, f"        {value} = {result}", "    except Exception:",
+                  f"        {value} = '?'", f"    if type({value}) is not str: {value} = _display({value})"]
+    lines += _join(texts)
+    python = "\n".join(lines)
+    filename = f"<message {texts[0][:40]!r}>"
+    try:
+        code = cache.compile(python, filename) if cache is not None else compile(python, filename, "exec")
+    except (SyntaxError, RecursionError) as exc:  # e.g. more nested blocks than Python allows
+        raise Unsupported(f"too deeply nested for the native compiler: {exc}") from None
+    exec(code, namespace)  # our own generated source, built from parsed trees: no user text is executed
+    render = namespace["render"]
+    render.python = python  # the generated source, for whoever debugs a message
+    return render
+
+
+def collapse(text: str) -> str:
+    """`text` with each whitespace run (str.split's whitespace) made one space: the same words in any text it is
+    put into, and the same runs between them, so the message made whole and normalised is the same."""
+    if not text or not text.split():
+        return " " if text else ""
+    return (" " if text[0].isspace() else "") + " ".join(text.split()) + (" " if text[-1].isspace() else "")
+
+
+def _join(texts: Sequence[str]) -> list[str]:
+    """The lines returning the message: the whole text, its whitespace runs made single spaces (as
+    `" ".join(whole.split())`). The text between the segments is normalised here (`collapse`; what starts the
+    message and what ends it stripped, as the split drops them), so the split is needed only when a value brings
+    whitespace other than single inner spaces: a value that `isprintable()` holds no whitespace but spaces (no
+    other character str.split splits on is printable), and then the message is its own normal form unless it
+    has two spaces in a row or starts or ends with one (possible only where a value starts or ends it)."""
+    count = len(texts) - 1
+    pieces = [collapse(texts[0]).lstrip(" ")] + [collapse(text) for text in texts[1:-1]] + \
+        [collapse(texts[-1]).rstrip(" ")] if count else [" ".join(texts[0].split())]
+    if not count:
+        return [f"    return {pieces[0]!r}"]
+    parts = [repr(pieces[0])] if pieces[0] else []
+    for position, text in enumerate(pieces[1:], 1):
+        parts.append(f"f'{{_m{position}}}'")
+        if text:
+            parts.append(repr(text))
+    tests = [f"_m{position}.isprintable()" for position in range(1, count + 1)] + ["'  ' not in _s"] + \
+        ([] if pieces[0] else ["_s[:1] != ' '"]) + ([] if pieces[-1] else ["_s[-1:] != ' '"])
+    return [f"    _s = {' '.join(parts)}", f"    if {' and '.join(tests)}: return _s",
+            "    return ' '.join(_s.split())"]
