@@ -60,6 +60,8 @@ def test_prepare_compiles_every_program_of_the_bundle_before_any_review():
                                 if not isinstance(part, str)]
     everything += [e for p in engine.policies for m in p.mutations for e in (m.when, m.value) if e is not None]
     assert all(e._program is not None and e.native for e in everything)
+    messages = [r.message for p in engine.policies for r in p.rules]
+    assert messages and all(m._render is not None for m in messages)  # each message's one render function too
 
 
 def test_expressions_too_deep_for_python_fall_back_to_the_reference_library():

@@ -96,6 +96,8 @@ class Engine:
         for policy in self.policies:
             for expression in policy.expressions():
                 expression.program  # noqa: B018 - compiles and keeps it
+            for rule in policy.rules:
+                rule.message.program  # noqa: B018 - the message's one render function (cel/templates.py)
         return self
 
     # ------------------------------------------------------------------ selection
