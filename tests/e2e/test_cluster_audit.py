@@ -21,6 +21,7 @@ from webhook.app.clusteraudit import audit_cluster, connect
 from webhook.engine.core import Engine
 from webhook.model.facts import OfflineFacts
 from webhook.model.resource import Resource
+from crdwait import wait_established
 
 pytestmark = pytest.mark.e2e
 
@@ -133,7 +134,7 @@ def test_policyreports_applied_to_the_cluster(apiserver, cluster):
     if "is the wgpolicyk8s.io PolicyReport CRD installed?" not in missing.stderr:
         assert apiserver.kubectl("get", "crd", "policyreports.wgpolicyk8s.io", check=False).returncode == 0
     apiserver.kubectl("apply", "-f", REPORT_CRDS)
-    apiserver.kubectl("wait", "--for=condition=Established", "crd/policyreports.wgpolicyk8s.io", "--timeout=60s")
+    wait_established(apiserver.kubectl, "crd/policyreports.wgpolicyk8s.io")
     first = aiadmit(*base)
     assert first.returncode == 1, first.stderr
     assert f"created PolicyReport {namespace}/aiadmit-{namespace}" in first.stderr

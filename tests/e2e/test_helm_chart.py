@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from crdwait import wait_established
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -618,8 +619,8 @@ def test_every_knob_and_the_monitoring_objects_are_accepted_by_the_api_server(he
     Prometheus Operator's own CRD schemas (tests/data/prometheus-operator-crds.yaml, installed first: cluster-wide
     CRDs, which no other module defines)."""
     apiserver.kubectl("apply", "--server-side", "--field-manager=aiadmit-e2e", "-f", str(MONITORING_CRDS))
-    apiserver.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                      "crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
+    wait_established(apiserver.kubectl, "crd/servicemonitors.monitoring.coreos.com",
+                     "crd/prometheusrules.monitoring.coreos.com")
     namespace = f"aiadmit-knobs-{uuid.uuid4().hex[:6]}"
     certs = tmp_path / "certs"
     run(sys.executable, "-m", "webhook", "certs", "generate", "--out", str(certs), "--service", "aiadmit",
@@ -642,7 +643,7 @@ def test_in_tree_objects_are_accepted_by_the_api_server(helm, apiserver, tmp_pat
     ca = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
     apiserver.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=aiadmit-e2e", "-f",
                       str(CHART / "crds" / "policyparams.yaml"))
-    apiserver.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/policyparams.aiadmit.dev")
+    wait_established(apiserver.kubectl, "crd/policyparams.aiadmit.dev")
     objects = template(helm, f"inTree.mode={mode}", "namespace.create=true", "certificates.source=secret",
                        f"certificates.caBundle={ca}", namespace=namespace)
     if mode == "instead":  # nothing namespaced is rendered: a namespace for the dry run all the same
@@ -657,8 +658,7 @@ def test_cluster_objects_are_accepted_by_the_api_server(helm, kubectl, apiserver
     The exception goes into a namespace of this test (it covers only its own, which must exist)."""
     apiserver.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=aiadmit-e2e", "-f",
                       str(CHART / "crds" / "crds.yaml"))
-    apiserver.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/policies.aiadmit.dev",
-                      "crd/policyexceptions.aiadmit.dev")
+    wait_established(apiserver.kubectl, "crd/policies.aiadmit.dev", "crd/policyexceptions.aiadmit.dev")
     namespace = f"aiadmit-objects-{uuid.uuid4().hex[:6]}"
     values = copy.deepcopy(CLUSTER_VALUES)
     values["clusterExceptions"] = [values["clusterExceptions"][0].replace("namespace: team-a", f"namespace: {namespace}")]

@@ -33,6 +33,7 @@ import pytest
 import yaml
 
 from webhooks import OWN_NAMESPACE, REPO, Rendered, Webhook, wait_until
+from crdwait import wait_established
 
 pytestmark = pytest.mark.e2e
 
@@ -98,7 +99,7 @@ def shipped(apiserver, aiadmit_server):
     _apply(apiserver, base)
     _apply(apiserver, controller)
     apiserver.kubectl("apply", "-f", str(REPORT_CRDS))
-    apiserver.kubectl("wait", "--for=condition=Established", "crd/policyreports.wgpolicyk8s.io", "--timeout=60s")
+    wait_established(apiserver.kubectl, "crd/policyreports.wgpolicyk8s.io")
     (webhook_role,) = [o for o in base if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "aiadmit"]
     controller_role = next(o for o in controller if o["kind"] == "ClusterRole")
     return webhook_role, controller_role

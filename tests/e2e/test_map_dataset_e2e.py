@@ -14,6 +14,7 @@ import time
 
 import pytest
 import yaml
+from crdwait import wait_established
 
 pytestmark = pytest.mark.e2e
 
@@ -86,7 +87,7 @@ def _still(apiserver, objects: list, baselines: list) -> tuple[bool, list]:
 def test_the_api_server_answers_as_recorded(apiserver):
     kubectl = apiserver.kubectl
     kubectl("apply", "-f", "-", input=json.dumps(_crd()))
-    kubectl("wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s")
+    wait_established(kubectl, "crd/widgets.example.com")
     recording = os.environ.get("AIADMIT_RECORD_MAP") == "1"
     record = {} if recording else json.load(open(RECORD, encoding="utf-8"))
     sets = {name: (_docs(os.path.join(DATA, f"{name}.yaml")), _docs(os.path.join(DATA, f"{name}.objects.yaml")))

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 import yaml
+from crdwait import wait_established
 
 pytestmark = pytest.mark.e2e
 
@@ -44,7 +45,7 @@ def test_openreports_applied_stored_unpruned_replaced_and_cleaned(apiserver, aud
             missing.stderr
     apiserver.kubectl("apply", "--server-side", "-f", CRDS)
     for crd in ("reports.openreports.io", "clusterreports.openreports.io"):
-        apiserver.kubectl("wait", "--for=condition=Established", f"crd/{crd}", "--timeout=60s")
+        wait_established(apiserver.kubectl, f"crd/{crd}")
     first = aiadmit(*base)
     assert first.returncode == 1, first.stderr  # the GPU pod has deny-level findings
     assert f"created Report {namespace}/aiadmit-{namespace}" in first.stderr

@@ -18,6 +18,7 @@ import time
 import urllib.request
 
 import pytest
+from crdwait import wait_established
 
 pytestmark = pytest.mark.e2e
 
@@ -60,10 +61,10 @@ def _lists(metrics: dict[str, float]) -> float:
 @pytest.fixture
 def controller(apiserver, tmp_path):
     apiserver.kubectl("apply", "-f", REPORT_CRDS)
-    apiserver.kubectl("wait", "--for=condition=Established", "crd/policyreports.wgpolicyk8s.io", "--timeout=60s")
+    wait_established(apiserver.kubectl, "crd/policyreports.wgpolicyk8s.io")
     # aiadmit's Policy and PolicyException CRDs (the base's), so the controller watches them from its start
     apiserver.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=aiadmit-e2e", "-f", AIADMIT_CRDS)
-    apiserver.kubectl("wait", "--for=condition=Established", "crd/policyexceptions.aiadmit.dev", "--timeout=60s")
+    wait_established(apiserver.kubectl, "crd/policyexceptions.aiadmit.dev")
     _until(lambda: apiserver.get("/apis/aiadmit.dev/v1alpha1")[0] == 200, 60, "aiadmit.dev/v1alpha1 served")
     port = _port()
     log = open(tmp_path / "controller.log", "w+")

@@ -14,6 +14,7 @@ import time
 
 import pytest
 import yaml
+from crdwait import wait_established
 
 pytestmark = pytest.mark.e2e
 
@@ -62,8 +63,7 @@ def test_the_api_server_answers_as_recorded(apiserver):
     kubectl = apiserver.kubectl
     kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [
         _crd("example.com", "Widget", "widgets"), _crd("rules.example.com", "ReplicaLimit", "replicalimits")]}))
-    kubectl("wait", "--for=condition=Established", "crd/widgets.example.com", "crd/replicalimits.rules.example.com",
-            "--timeout=60s")
+    wait_established(kubectl, "crd/widgets.example.com", "crd/replicalimits.rules.example.com")
     for name in ("demo", "staging", "test"):
         kubectl("create", "namespace", name, check=False)
     disagreements = []

@@ -24,6 +24,7 @@ import clusterobjects
 import installs
 from gpuadmission import DENIED, dry_run, gpu_pod, make_gpu_namespace
 from nodeharness import NAMESPACE, wait_for
+from crdwait import wait_established
 
 pytestmark = [pytest.mark.cluster, pytest.mark.e2e, pytest.mark.parametrize("installed", ["helm"], indirect=True)]
 
@@ -149,7 +150,7 @@ def test_the_installed_reports_controller_reports_a_violating_deployment_within_
     a, b = tenants
     p = node.kubectl("apply", "--server-side", "-f", str(REPORT_CRDS))
     assert p.returncode == 0, p.stderr
-    node.kubectl("wait", "--for=condition=Established", "crd/policyreports.wgpolicyk8s.io", "--timeout=60s")
+    wait_established(node.kubectl, "crd/policyreports.wgpolicyk8s.io")
     installed.run_helm("upgrade", installs.RELEASE, str(installs.CHART), "--reuse-values", "--set",
                        "reportsController.enabled=true", "--set", "reportsController.replicas=1")
     rollout = node.kubectl("-n", NAMESPACE, "rollout", "status", "deployment/aiadmit-reports-controller",
