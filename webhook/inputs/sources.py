@@ -21,7 +21,8 @@ import yaml
 from webhook.k8s.kindnames import kind_problem
 from webhook.k8s.workload import kind_table
 from webhook.model.resource import InputError, Origin, Resource
-from webhook.inputs.yamlnodes import check_expansion, construct
+from webhook.model.yamlkeys import KeyRefused, key_name
+from webhook.inputs.yamlnodes import check_expansion, construct, scalar_key
 
 try:
     _Base = yaml.CSafeLoader
@@ -39,7 +40,18 @@ class _Loader(_Base):
     the safe loader's resolver depends only on its arguments (no path resolvers are registered on it: the hooks
     that would follow paths are C no-ops then). Bounded: at most 4,096 entries, and emptied whenever the texts
     read since it was last emptied exceed _MEMO_TEXT, so what it keeps alive is at most that much text.
+
+    Its maps (the documents yamlnodes leaves to PyYAML: merge keys, timestamps, ...) have the keys Kubernetes
+    makes of them, strings, as yamlnodes' own (webhook/model/yamlkeys.py); duplicates were refused before.
     """
+
+    def construct_mapping(self, node, deep=False):
+        if not isinstance(node, yaml.MappingNode):
+            raise yaml.constructor.ConstructorError(None, None, f"expected a mapping node, but found {node.id}",
+                                                    node.start_mark)
+        self.flatten_mapping(node)  # merged pairs first, so the map's own keys win, as in PyYAML
+        return {key_name(key_node, self.construct_object): self.construct_object(value_node, deep=deep)
+                for key_node, value_node in node.value}
 
 
 _MEMO_TEXT = 8 * 1024 * 1024
@@ -255,10 +267,18 @@ def _key_position(node: yaml.Node, key: str) -> tuple[int, int]:
     mark = node.start_mark
     if isinstance(node, yaml.MappingNode):
         for key_node, _ in node.value:
-            if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
+            if _spelt(key_node) == key:
                 mark = key_node.start_mark
                 break
     return mark.line + 1, mark.column + 1
+
+
+def _spelt(key_node: yaml.Node) -> Optional[str]:
+    """A key node's name in the object (None for one never read: the object has no such key)."""
+    try:
+        return key_name(key_node, scalar_key)
+    except KeyRefused:
+        return None
 
 
 def identity_problem(data: dict) -> Optional[tuple[str, str]]:

@@ -14,13 +14,14 @@ from typing import Optional
 import yaml
 
 from webhook.model import pointer as jp
+from webhook.model.yamlkeys import spelt_as
 
 
 def _node(node: yaml.Node, pointer: str) -> Optional[yaml.Node]:
     for token in jp.split(pointer):
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode) and key.value == token:
+                if spelt_as(key, token):
                     node = value
                     break
             else:

@@ -15,6 +15,7 @@ from typing import Any, Optional
 import yaml
 
 from webhook.model import pointer as jp
+from webhook.model.yamlkeys import spelt_as
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class Origin:
         for token in jp.split(self.base + pointer):
             if isinstance(node, yaml.MappingNode):
                 for key, value in node.value:
-                    if isinstance(key, yaml.ScalarNode) and key.value == token:
+                    if spelt_as(key, token):
                         mark, node = key.start_mark, value
                         break
                 else:
