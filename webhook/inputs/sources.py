@@ -21,8 +21,8 @@ import yaml
 from webhook.k8s.kindnames import kind_problem
 from webhook.k8s.workload import kind_table
 from webhook.model.resource import InputError, Origin, Resource
-from webhook.model.yamlkeys import KeyRefused, key_name
-from webhook.inputs.yamlnodes import check_expansion, construct, scalar_key
+from webhook.model.yamlkeys import entry, key_name, mark_spelt
+from webhook.inputs.yamlnodes import check_expansion, construct
 
 try:
     _Base = yaml.CSafeLoader
@@ -50,6 +50,7 @@ class _Loader(_Base):
             raise yaml.constructor.ConstructorError(None, None, f"expected a mapping node, but found {node.id}",
                                                     node.start_mark)
         self.flatten_mapping(node)  # merged pairs first, so the map's own keys win, as in PyYAML
+        mark_spelt(node)  # rare documents: their position look-ups may spell every key
         return {key_name(key_node, self.construct_object): self.construct_object(value_node, deep=deep)
                 for key_node, value_node in node.value}
 
@@ -266,19 +267,10 @@ def _key_position(node: yaml.Node, key: str) -> tuple[int, int]:
     """1-based line and column of a top-level key of a document (the document's start if absent)."""
     mark = node.start_mark
     if isinstance(node, yaml.MappingNode):
-        for key_node, _ in node.value:
-            if _spelt(key_node) == key:
-                mark = key_node.start_mark
-                break
+        found = entry(node, key)
+        if found is not None:
+            mark = found[0].start_mark
     return mark.line + 1, mark.column + 1
-
-
-def _spelt(key_node: yaml.Node) -> Optional[str]:
-    """A key node's name in the object (None for one never read: the object has no such key)."""
-    try:
-        return key_name(key_node, scalar_key)
-    except KeyRefused:
-        return None
 
 
 def identity_problem(data: dict) -> Optional[tuple[str, str]]:

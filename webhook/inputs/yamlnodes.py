@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 import yaml
 
-from webhook.model.yamlkeys import NUMBER_FIRST as _NUMBER_FIRST, YN as _YN, key_name, scalar_key
+from webhook.model.yamlkeys import NUMBER_FIRST as _NUMBER_FIRST, YN as _YN, key_name, mark_spelt, scalar_key
 
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
@@ -193,10 +193,12 @@ def _value(node: yaml.Node, seen: dict | None) -> Any:
                 name = key_node.value
                 if not key_node.style and (name[:1] in _NUMBER_FIRST or name in _YN):  # `08`, `y`: go-yaml's
                     name = key_name(key_node, scalar_key)
+                    mark_spelt(node)
             elif tag == _MERGE:
                 raise Fallback()
             else:
                 name = key_name(key_node, scalar_key)
+                mark_spelt(node)
             if name in mapping:
                 raise _duplicate(node, key_node, name)
             if value_node.tag == _STR and type(value_node) is _SCALAR:  # likewise a string value (never an alias)

@@ -15,7 +15,7 @@ from typing import Any, Optional
 import yaml
 
 from webhook.model import pointer as jp
-from webhook.model.yamlkeys import spelt_as
+from webhook.model.yamlkeys import entry
 
 
 @dataclass(frozen=True)
@@ -61,12 +61,10 @@ class Origin:
         mark = node.start_mark
         for token in jp.split(self.base + pointer):
             if isinstance(node, yaml.MappingNode):
-                for key, value in node.value:
-                    if spelt_as(key, token):
-                        mark, node = key.start_mark, value
-                        break
-                else:
+                found = entry(node, token)
+                if found is None:
                     break
+                mark, node = found[0].start_mark, found[1]
             elif isinstance(node, yaml.SequenceNode) and token.isdigit() and int(token) < len(node.value):
                 node = node.value[int(token)]
                 mark = node.start_mark

@@ -75,6 +75,30 @@ def spelt_as(node: yaml.Node, name: str) -> bool:
         return False
 
 
+def entry(mapping: yaml.MappingNode, name: str) -> Optional[tuple[yaml.Node, yaml.Node]]:
+    """The (key, value) nodes of the key `name` of the object read from `mapping`, or None.
+
+    Keys are looked up by their text (one spelling check, on the key that matches); they are spelt one by one only
+    in a map the reader marked (`mark_spelt`: one of its keys is not simply its text), so a position look-up costs
+    what it did before keys were spelt (bench/RESULTS.md, 2026-12-07)."""
+    for pair in mapping.value:
+        if pair[0].value == name and spelt_as(pair[0], name):
+            return pair
+    if getattr(mapping, SPELT, False):
+        for pair in mapping.value:
+            if spelt_as(pair[0], name):
+                return pair
+    return None
+
+
+SPELT = "aiadmit_spelt_keys"
+
+
+def mark_spelt(mapping: yaml.MappingNode) -> None:
+    """Note on a map node that a key of it was spelt (`1:` is "1"): `entry` then spells its keys to find one."""
+    setattr(mapping, SPELT, True)
+
+
 def key_name(node: yaml.Node, construct: Optional[Callable[[yaml.Node], Any]] = None) -> str:
     """The string Kubernetes makes of a map key node, or KeyRefused. `construct` builds PyYAML's value of a key with
     an explicit tag (`!!int "1"`); without it such a key is refused as unreadable."""
