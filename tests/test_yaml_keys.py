@@ -163,3 +163,15 @@ def test_a_duplicate_made_by_conversion_in_a_workload_is_an_input_error(tmp_path
     assert done.returncode == 2
     assert (f"{tmp_path / 'job.yaml'}:15:5: error: YAML: duplicate key '1': `'1'` here and `1` on line 8 are one "
             "key to Kubernetes (sigs.k8s.io/yaml), which keeps one of the two values at random") in done.stderr
+
+
+def test_a_cluster_object_rendered_for_positions_reads_back_with_the_same_keys():
+    """Policy objects are rendered as kubectl prints them and read back for line:col: a key `y` or `08` is written
+    quoted (as go-yaml's writer quotes it), else the reader would spell it "true" or "8"."""
+    from webhook.language.objects import render
+
+    obj = {"apiVersion": "aiadmit.dev/v1alpha1", "kind": "PolicyException",
+           "metadata": {"name": "x", "namespace": "n", "labels": {"y": "1", "08": "n", "1e3": "on", "a": "b"}},
+           "spec": {"policies": ["p"], "reason": "r", "requestedBy": "me"}}
+    (resource,) = load_text(render(obj), "PolicyException/n/x").resources
+    assert resource.obj == obj

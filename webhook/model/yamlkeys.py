@@ -75,6 +75,14 @@ def spelt_as(node: yaml.Node, name: str) -> bool:
         return False
 
 
+def plain_is_text(text: str) -> bool:
+    """Whether `text` written as a plain key reads back as itself (`y`, `08`, `1e3` do not: a writer quotes them)."""
+    try:
+        return _go_plain(text, yaml.ScalarNode(_STR, text)) == text
+    except KeyRefused:
+        return False
+
+
 def entry(mapping: yaml.MappingNode, name: str) -> Optional[tuple[yaml.Node, yaml.Node]]:
     """The (key, value) nodes of the key `name` of the object read from `mapping`, or None.
 
