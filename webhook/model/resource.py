@@ -15,7 +15,9 @@ from typing import Any, Optional
 import yaml
 
 from webhook.model import pointer as jp
-from webhook.model.yamlkeys import entry
+from webhook.model.yamlkeys import NUMBER_FIRST, SPELT, YN, entry, spelt_as
+
+_STR = "tag:yaml.org,2002:str"
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,13 @@ class Origin:
         mark = node.start_mark
         for token in jp.split(self.base + pointer):
             if isinstance(node, yaml.MappingNode):
-                found = entry(node, token)
+                for found in node.value:  # by its text: what yamlkeys.entry does, inline (this runs per finding)
+                    key = found[0]
+                    if key.value == token and (key.tag == _STR and (key.style or not (
+                            token[:1] in NUMBER_FIRST or token in YN)) or spelt_as(key, token)):
+                        break
+                else:
+                    found = entry(node, token) if getattr(node, SPELT, False) else None
                 if found is None:
                     break
                 mark, node = found[0].start_mark, found[1]
