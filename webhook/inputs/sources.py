@@ -50,9 +50,13 @@ class _Loader(_Base):
             raise yaml.constructor.ConstructorError(None, None, f"expected a mapping node, but found {node.id}",
                                                     node.start_mark)
         self.flatten_mapping(node)  # merged pairs first, so the map's own keys win, as in PyYAML
-        mark_spelt(node)  # rare documents: their position look-ups may spell every key
-        return {key_name(key_node, self.construct_object): self.construct_object(value_node, deep=deep)
-                for key_node, value_node in node.value}
+        mapping = {}
+        for key_node, value_node in node.value:
+            name = key_name(key_node, self.construct_object)
+            if name != key_node.value:
+                mark_spelt(node)  # its position look-ups spell its keys
+            mapping[name] = self.construct_object(value_node, deep=deep)
+        return mapping
 
 
 _MEMO_TEXT = 8 * 1024 * 1024

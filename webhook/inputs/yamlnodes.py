@@ -193,12 +193,14 @@ def _value(node: yaml.Node, seen: dict | None) -> Any:
                 name = key_node.value
                 if not key_node.style and (name[:1] in _NUMBER_FIRST or name in _YN):  # `08`, `y`: go-yaml's
                     name = key_name(key_node, scalar_key)
-                    mark_spelt(node)
+                    if name != key_node.value:
+                        mark_spelt(node)
             elif tag == _MERGE:
                 raise Fallback()
             else:
                 name = key_name(key_node, scalar_key)
-                mark_spelt(node)
+                if name != key_node.value:
+                    mark_spelt(node)
             if name in mapping:
                 raise _duplicate(node, key_node, name)
             if value_node.tag == _STR and type(value_node) is _SCALAR:  # likewise a string value (never an alias)

@@ -45,11 +45,11 @@ _GO_WORDS = {**dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TR
              **dict.fromkeys((".nan", ".NaN", ".NAN"), ".nan"),
              **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), ".inf"),
              **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), "-.inf")}
-_GO_INT = re.compile(r"([+-]?)(?:0[xX]([0-9a-fA-F]+)|0[bB]([01]+)|0[oO]([0-7]+)|(0[0-7]*)|([1-9][0-9]*))\Z")
-_GO_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?\Z")  # go-yaml's yamlStyleFloat
-_GO_DOT_FLOAT = re.compile(r"\.[0-9]+(_[0-9]+)*([eE][-+]?[0-9]+(_[0-9]+)*)?\Z")  # ParseFloat's, from a '.'
-_BINARY = re.compile(r"([+-]?)([01]+)\Z")
-_INT64 = 1 << 63
+_GO_INT = r"([+-]?)(?:0[xX]([0-9a-fA-F]+)|0[bB]([01]+)|0[oO]([0-7]+)|(0[0-7]*)|([1-9][0-9]*))\Z"
+_GO_FLOAT = r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?\Z"  # go-yaml's yamlStyleFloat
+_GO_DOT_FLOAT = r"\.[0-9]+(_[0-9]+)*([eE][-+]?[0-9]+(_[0-9]+)*)?\Z"  # ParseFloat's, from a '.'
+_BINARY = r"([+-]?)([01]+)\Z"
+_INT64 = 1 << 63  # (the patterns are compiled by `re` at their first use: most runs never spell a key)
 
 
 class KeyRefused(yaml.MarkedYAMLError):
@@ -87,7 +87,7 @@ def entry(mapping: yaml.MappingNode, name: str) -> Optional[tuple[yaml.Node, yam
     """The (key, value) nodes of the key `name` of the object read from `mapping`, or None.
 
     Keys are looked up by their text (one spelling check, on the key that matches); they are spelt one by one only
-    in a map the reader marked (`mark_spelt`: one of its keys is not simply its text), so a position look-up costs
+    in a map the reader marked (`mark_spelt`: one of its keys is not named by its text), so a position look-up costs
     what it did before keys were spelt (bench/RESULTS.md, 2026-12-07)."""
     for pair in mapping.value:
         if pair[0].value == name and spelt_as(pair[0], name):
@@ -147,13 +147,13 @@ def _go_plain(text: str, node: yaml.Node) -> str:
         return name
     first = text[:1]
     if first == ".":
-        if _GO_DOT_FLOAT.match(text):
+        if re.match(_GO_DOT_FLOAT, text):
             return _go_float(float(text.replace("_", "")), node)
         return text
     if not first or first not in NUMBER_FIRST:
         return text
     plain = text.replace("_", "")
-    match = _GO_INT.match(plain)
+    match = re.match(_GO_INT, plain)
     if match:
         sign, hexa, binary, octal, zero, decimal = match.groups()
         value = (int(hexa, 16) if hexa else int(binary, 2) if binary else int(octal, 8) if octal
@@ -163,12 +163,12 @@ def _go_plain(text: str, node: yaml.Node) -> str:
             return str(value)
         if sign == "" and value < 2 * _INT64:
             raise _unsigned(text, node)
-    if _GO_FLOAT.match(plain):
+    if re.match(_GO_FLOAT, plain):
         value = float(plain)
         if not math.isinf(value):  # ParseFloat's range error: go-yaml goes on
             return _go_float(value, node)
     if plain.startswith("0b") or plain.startswith("-0b"):
-        match = _BINARY.match(plain[2:] if plain[0] == "0" else "-" + plain[3:])
+        match = re.match(_BINARY, plain[2:] if plain[0] == "0" else "-" + plain[3:])
         if match:
             value = int(match.group(2), 2) * (-1 if match.group(1) == "-" else 1)
             if -_INT64 <= value < _INT64:
