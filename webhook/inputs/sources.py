@@ -21,6 +21,7 @@ import yaml
 from webhook.k8s.kindnames import kind_problem
 from webhook.k8s.workload import kind_table
 from webhook.model.resource import InputError, Origin, Resource
+from webhook.model.yamlkeys import entry, key_name, mark_spelt
 from webhook.inputs.yamlnodes import check_expansion, construct
 
 try:
@@ -39,7 +40,23 @@ class _Loader(_Base):
     the safe loader's resolver depends only on its arguments (no path resolvers are registered on it: the hooks
     that would follow paths are C no-ops then). Bounded: at most 4,096 entries, and emptied whenever the texts
     read since it was last emptied exceed _MEMO_TEXT, so what it keeps alive is at most that much text.
+
+    Its maps (the documents yamlnodes leaves to PyYAML: merge keys, timestamps, ...) have the keys Kubernetes
+    makes of them, strings, as yamlnodes' own (webhook/model/yamlkeys.py); duplicates were refused before.
     """
+
+    def construct_mapping(self, node, deep=False):
+        if not isinstance(node, yaml.MappingNode):
+            raise yaml.constructor.ConstructorError(None, None, f"expected a mapping node, but found {node.id}",
+                                                    node.start_mark)
+        self.flatten_mapping(node)  # merged pairs first, so the map's own keys win, as in PyYAML
+        mapping = {}
+        for key_node, value_node in node.value:
+            name = key_name(key_node, self.construct_object)
+            if name != key_node.value:
+                mark_spelt(node)  # its position look-ups spell its keys
+            mapping[name] = self.construct_object(value_node, deep=deep)
+        return mapping
 
 
 _MEMO_TEXT = 8 * 1024 * 1024
@@ -254,10 +271,9 @@ def _key_position(node: yaml.Node, key: str) -> tuple[int, int]:
     """1-based line and column of a top-level key of a document (the document's start if absent)."""
     mark = node.start_mark
     if isinstance(node, yaml.MappingNode):
-        for key_node, _ in node.value:
-            if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
-                mark = key_node.start_mark
-                break
+        found = entry(node, key)
+        if found is not None:
+            mark = found[0].start_mark
     return mark.line + 1, mark.column + 1
 
 

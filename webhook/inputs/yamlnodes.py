@@ -6,7 +6,9 @@ generic, generator-based Python. Manifests use a small corner of YAML (maps,
 lists, strings, ints, floats, bools, nulls, an occasional anchor or merge
 key), so this walks the node tree once and builds the same values directly,
 deferring to PyYAML's own constructor for anything else (timestamps, binary,
-sets, custom tags), so the result always equals `yaml.safe_load`.
+sets, custom tags), so the result equals `yaml.safe_load` but for the keys: each map key is the string Kubernetes
+makes of it (webhook/model/yamlkeys.py: `1:` is "1", `yes:` "true"; a null key is an input error), because an int
+or bool key no walk over names finds would hide what it holds.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import re
 from typing import Any, Optional
 
 import yaml
+
+from webhook.model.yamlkeys import NUMBER_FIRST as _NUMBER_FIRST, YN as _YN, key_name, mark_spelt, scalar_key
 
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
@@ -35,15 +39,34 @@ class Fallback(Exception):
 
 class DuplicateKey(yaml.MarkedYAMLError):
     """A map that names one key twice. YAML forbids it; PyYAML keeps the last value, which would let a second
-    `resources:` or `securityContext:` silently replace the first, so it is an input error with the key's line."""
+    `resources:` or `securityContext:` silently replace the first, so it is an input error with the key's line.
+    Keys are compared as Kubernetes spells them: `1:` and `"1":` are one key "1" to it, and sigs.k8s.io/yaml keeps
+    one of the two values at random (Go's map order; its strict mode does not notice), so that is one too."""
 
-    def __init__(self, key: object, mark):
-        super().__init__(problem=f"duplicate key {key!r} (the later value would silently replace the earlier)",
-                         problem_mark=mark)
+    def __init__(self, key: object, mark, earlier: Optional[yaml.Node] = None, later: Optional[yaml.Node] = None):
+        if earlier is None or later is None or _written(earlier) == _written(later):
+            problem = f"duplicate key {key!r} (the later value would silently replace the earlier)"
+        else:
+            problem = (f"duplicate key {key!r}: `{_written(later)}` here and `{_written(earlier)}` on line "
+                       f"{earlier.start_mark.line + 1} are one key to Kubernetes (sigs.k8s.io/yaml), which keeps one "
+                       f"of the two values at random")
+        super().__init__(problem=problem, problem_mark=mark)
+
+
+def _written(node: yaml.Node) -> str:
+    quote = node.style if isinstance(node, yaml.ScalarNode) and node.style in ("'", '"') else ""
+    return f"{quote}{node.value}{quote}" if isinstance(node, yaml.ScalarNode) else node.id
+
+
+def _duplicate(mapping: yaml.MappingNode, key_node: yaml.Node, name: str) -> DuplicateKey:
+    earlier = next(k for k, _ in mapping.value if k.tag != _MERGE and key_name(k, scalar_key) == name)
+    return DuplicateKey(name, key_node.start_mark, earlier, key_node)
 
 
 def check_duplicates(node: yaml.Node, seen: Optional[set] = None) -> None:
-    """Raise DuplicateKey for the first map under `node` that repeats a scalar key (merge keys `<<` excepted)."""
+    """Raise DuplicateKey for the first map under `node` that repeats a key as Kubernetes spells keys (`1:` and
+    `"1":` are one key to it, kept at random: Go's map order), merge keys `<<` excepted; KeyRefused for a key it
+    refuses."""
     seen = set() if seen is None else seen
     if id(node) in seen:
         return
@@ -51,10 +74,11 @@ def check_duplicates(node: yaml.Node, seen: Optional[set] = None) -> None:
     if isinstance(node, yaml.MappingNode):
         names: set = set()
         for key_node, value_node in node.value:
-            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != _MERGE:
-                if key_node.value in names:
-                    raise DuplicateKey(key_node.value, key_node.start_mark)
-                names.add(key_node.value)
+            if key_node.tag != _MERGE:
+                name = key_name(key_node, scalar_key)
+                if name in names:
+                    raise _duplicate(node, key_node, name)
+                names.add(name)
             check_duplicates(value_node, seen)
     elif isinstance(node, yaml.SequenceNode):
         for item in node.value:
@@ -167,14 +191,18 @@ def _value(node: yaml.Node, seen: dict | None) -> Any:
             tag = key_node.tag
             if tag == _STR and type(key_node) is _SCALAR:  # the common key, without a call
                 name = key_node.value
+                if not key_node.style and (name[:1] in _NUMBER_FIRST or name in _YN):  # `08`, `y`: go-yaml's
+                    name = key_name(key_node, scalar_key)
+                    if name != key_node.value:
+                        mark_spelt(node)
             elif tag == _MERGE:
                 raise Fallback()
             else:
-                name = _value(key_node, seen)
-                if isinstance(name, (list, dict)):
-                    raise Fallback()  # PyYAML reports unhashable keys with its own message
+                name = key_name(key_node, scalar_key)
+                if name != key_node.value:
+                    mark_spelt(node)
             if name in mapping:
-                raise DuplicateKey(name, key_node.start_mark)
+                raise _duplicate(node, key_node, name)
             if value_node.tag == _STR and type(value_node) is _SCALAR:  # likewise a string value (never an alias)
                 mapping[name] = value_node.value
             else:

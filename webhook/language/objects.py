@@ -30,6 +30,7 @@ from webhook.language.config import PolicyException
 from webhook.language.loader import compile_loaded
 from webhook.language.policy import Policy
 from webhook.model.resource import Resource
+from webhook.model.yamlkeys import plain_is_text
 
 GROUP, VERSION = "aiadmit.dev", "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -70,7 +71,10 @@ class _KubectlDumper(yaml.SafeDumper):
 
 
 def _string(dumper: yaml.SafeDumper, value: str):
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+    """Quoted where Kubernetes' reader would not read the plain text back as this string (`y`, `08`: go-yaml v2's
+    rules, which the reader follows for keys), as go-yaml's own writer quotes it."""
+    style = "|" if "\n" in value else None if plain_is_text(value) else "'"
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
 _KubectlDumper.add_representer(str, _string)

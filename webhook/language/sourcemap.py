@@ -14,17 +14,16 @@ from typing import Optional
 import yaml
 
 from webhook.model import pointer as jp
+from webhook.model.yamlkeys import entry
 
 
 def _node(node: yaml.Node, pointer: str) -> Optional[yaml.Node]:
     for token in jp.split(pointer):
         if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode) and key.value == token:
-                    node = value
-                    break
-            else:
+            found = entry(node, token)
+            if found is None:
                 return None
+            node = found[1]
         elif isinstance(node, yaml.SequenceNode) and token.isdigit() and int(token) < len(node.value):
             node = node.value[int(token)]
         else:

@@ -15,6 +15,9 @@ from typing import Any, Optional
 import yaml
 
 from webhook.model import pointer as jp
+from webhook.model.yamlkeys import NUMBER_FIRST, SPELT, YN, entry, spelt_as
+
+_STR = "tag:yaml.org,2002:str"
 
 
 @dataclass(frozen=True)
@@ -60,12 +63,16 @@ class Origin:
         mark = node.start_mark
         for token in jp.split(self.base + pointer):
             if isinstance(node, yaml.MappingNode):
-                for key, value in node.value:
-                    if isinstance(key, yaml.ScalarNode) and key.value == token:
-                        mark, node = key.start_mark, value
+                for found in node.value:  # by its text: what yamlkeys.entry does, inline (this runs per finding)
+                    key = found[0]
+                    if key.value == token and (key.tag == _STR and (key.style or not (
+                            token[:1] in NUMBER_FIRST or token in YN)) or spelt_as(key, token)):
                         break
                 else:
+                    found = entry(node, token) if getattr(node, SPELT, False) else None
+                if found is None:
                     break
+                mark, node = found[0].start_mark, found[1]
             elif isinstance(node, yaml.SequenceNode) and token.isdigit() and int(token) < len(node.value):
                 node = node.value[int(token)]
                 mark = node.start_mark
