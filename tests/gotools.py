@@ -21,7 +21,8 @@ class Unavailable(RuntimeError):
 
 
 def go() -> Optional[str]:
-    """The Go toolchain build.sh is handed: AIADMIT_E2E_GO, else `go` on PATH, else /usr/local/go/bin/go."""
+    """The Go toolchain a build.sh is handed (k8scel.py's too): AIADMIT_E2E_GO, else `go` on PATH, else
+    /usr/local/go/bin/go."""
     found = os.environ.get("AIADMIT_E2E_GO") or shutil.which("go")
     if not found and os.access("/usr/local/go/bin/go", os.X_OK):
         found = "/usr/local/go/bin/go"

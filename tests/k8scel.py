@@ -16,13 +16,14 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
 import pytest
+
+from gotools import go as _go
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.join(HERE, "tools", "k8scel", "build.sh")
@@ -32,13 +33,6 @@ ANSWER_TIMEOUT = 60.0  # one batch of answers; the tool bounds each evaluation t
 
 class Unavailable(RuntimeError):
     """No oracle: the reason says why (no Go, build failed or timed out)."""
-
-
-def _go() -> Optional[str]:
-    go = os.environ.get("AIADMIT_E2E_GO") or shutil.which("go")
-    if not go and os.access("/usr/local/go/bin/go", os.X_OK):
-        go = "/usr/local/go/bin/go"
-    return go
 
 
 _FAILED: list = []  # the reason, once a build failed: not retried by every test of the session
