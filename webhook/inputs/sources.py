@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import re
 import stat
 import sys
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ from webhook.k8s.kindnames import kind_problem
 from webhook.k8s.workload import kind_table
 from webhook.model.resource import InputError, Origin, Resource
 from webhook.model.yamlkeys import entry, key_name, mark_spelt
-from webhook.inputs.yamlnodes import check_expansion, construct
+from webhook.inputs.yamlnodes import BOOLS, check_expansion, construct, not_a_bool
 
 try:
     _Base = yaml.CSafeLoader
@@ -43,7 +44,19 @@ class _Loader(_Base):
 
     Its maps (the documents yamlnodes leaves to PyYAML: merge keys, timestamps, ...) have the keys Kubernetes
     makes of them, strings, as yamlnodes' own (webhook/model/yamlkeys.py); duplicates were refused before.
+
+    A plain `y`, `Y`, `n` or `N` is a bool, as go-yaml v2 (sigs.k8s.io/yaml, kubectl, the API server) resolves it
+    and PyYAML does not: `privileged: y` is a privileged container once applied, so it must be one to every rule.
+    The resolver is where a scalar is known to be plain (an anchor does not change that, `!!str y` or a quote
+    does), so the tag is decided there; the value is go-yaml's too (yamlnodes.BOOLS: `!!bool y` true, `!!bool yEs`
+    refused).
     """
+
+    def construct_yaml_bool(self, node):
+        value = BOOLS.get(self.construct_scalar(node))
+        if value is None:
+            raise not_a_bool(node)
+        return value
 
     def construct_mapping(self, node, deep=False):
         if not isinstance(node, yaml.MappingNode):
@@ -59,13 +72,15 @@ class _Loader(_Base):
         return mapping
 
 
+_Loader.add_constructor("tag:yaml.org,2002:bool", _Loader.construct_yaml_bool)
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
 _MEMO_TEXT = 8 * 1024 * 1024
 _memo_fill = 0
 
 if not _Base.yaml_path_resolvers:  # what the safe loader has: no resolution depends on where a node is
     _Loader.descend_resolver = {}.get  # (parent, index) -> index: nothing to follow
     _Loader.ascend_resolver = ().__len__  # () -> 0
-    _Loader.resolve = staticmethod(functools.lru_cache(maxsize=4096)(_Base("").resolve))
+    _Loader.resolve = staticmethod(functools.lru_cache(maxsize=4096)(_Loader("").resolve))
 
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")

@@ -8,7 +8,9 @@ key), so this walks the node tree once and builds the same values directly,
 deferring to PyYAML's own constructor for anything else (timestamps, binary,
 sets, custom tags), so the result equals `yaml.safe_load` but for the keys: each map key is the string Kubernetes
 makes of it (webhook/model/yamlkeys.py: `1:` is "1", `yes:` "true"; a null key is an input error), because an int
-or bool key no walk over names finds would hide what it holds.
+or bool key no walk over names finds would hide what it holds; and for the booleans, which are go-yaml v2's (`y`, `N`
+too: the loader's resolver tags them, webhook/inputs/sources.py), because a `privileged: y` Kubernetes runs
+privileged was the string "y" to every rule.
 """
 
 from __future__ import annotations
@@ -30,7 +32,17 @@ _SEQ = "tag:yaml.org,2002:seq"
 _MERGE = "tag:yaml.org,2002:merge"
 _PLAIN_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
 _MAX_INT_DIGITS = 4000  # under Python's int_max_str_digits (4300); no Kubernetes field holds more than 20
-_BOOLS = {"yes": True, "true": True, "on": True, "no": False, "false": False, "off": False}
+# go-yaml v2's booleans, exactly these spellings (`!!bool yEs` is refused by it): PyYAML's plain words and `y`/`n`,
+# which the loader's resolver tags bool when plain (webhook/inputs/sources.py)
+BOOLS = {**dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
+         **dict.fromkeys(("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False)}
+
+
+def not_a_bool(node: yaml.Node) -> yaml.constructor.ConstructorError:
+    """The error for `!!bool maybe` (PyYAML's constructor raised a bare KeyError: a traceback), with its position;
+    kubectl refuses it too ("cannot decode !!str `maybe` as a !!bool")."""
+    return yaml.constructor.ConstructorError(
+        None, None, f"!!bool {node.value!r} is not a boolean to Kubernetes' YAML reader (go-yaml v2)", node.start_mark)
 
 
 class Fallback(Exception):
@@ -164,7 +176,10 @@ def _value(node: yaml.Node, seen: dict | None) -> Any:
         if tag == _NULL:
             return None
         if tag == _BOOL:
-            return _BOOLS[value.lower()]
+            found = BOOLS.get(value)
+            if found is None:  # `!!bool maybe`
+                raise not_a_bool(node)
+            return found
         if tag == _FLOAT:
             text = value.lower().replace("_", "")
             if text in (".inf", "+.inf", "-.inf", ".nan") or ":" in text:

@@ -21,7 +21,8 @@ tests/test_yaml_keys.py compares with this module):
 
 A quoted key is its text. A key with a tag or an anchor: an explicit tag decides (`!!str y` is "y", `!!int "1"` is
 "1"), an anchor does not (`&a y` is "true"); PyYAML's nodes do not say which of the two a plain `str` key had, so
-where the two readings differ the key is refused (quote it) rather than guessed.
+where the two readings differ the key is refused (quote it) rather than guessed. (aiadmit's loader tags a plain
+`y`/`n`, anchored or not, bool as go-yaml does: webhook/inputs/sources.py; so `&a y` is "true", `!!str y` refused.)
 """
 
 from __future__ import annotations
