@@ -17,6 +17,7 @@ from webhook.language.checks import NONE
 from webhook.language.loader import load_policies
 from webhook.model.resource import Resource
 
+# `name: "y"` quoted: a plain y is the boolean true to Kubernetes' YAML (go-yaml v2), and so to aiadmit's reader
 HEAD = """\
 apiVersion: aiadmit.dev/v1alpha1
 kind: Policy
@@ -32,7 +33,7 @@ target: container
 variables:
   - name: x
     expression: object.kind
-  - name: y
+  - name: "y"
     expression: 'has(pod.priorityClassName) ? pod.priorityClassName : ""'
   - name: z
     expression: 'namespaceObject == null ? "" : "ns"'
