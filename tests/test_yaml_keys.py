@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from webhook.inputs.sources import load_text
-from yamljson import yamljson  # noqa: F401  (the fixture)
+from yamljson import aiadmit_reads, yamljson  # noqa: F401  (yamljson: the fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: keys}\ndata:\n  %s: v\n"
@@ -51,13 +51,9 @@ def _random_keys() -> list[str]:
 
 
 def _ours(text: str) -> tuple[object, str]:
-    """(the `data` map as aiadmit reads it, or None; the input error's text, or "")."""
-    loaded = load_text(text, "keys.yaml")
-    if loaded.errors:
-        error = loaded.errors[0]
-        return None, f"{error.file}:{error.line}:{error.column}: {error.message}"
-    (resource,) = loaded.resources
-    return {k: v for k, v in resource.obj["data"].items() if k != "when"}, ""
+    """(the `data` map as aiadmit reads it, less its `when`, or None; the input error's text, or "")."""
+    data, error = aiadmit_reads(text, "keys.yaml")
+    return (None if data is None else {k: v for k, v in data.items() if k != "when"}), error
 
 
 @pytest.mark.parametrize("shape", [CONFIGMAP, FALLBACK], ids=["node-walk", "pyyaml-constructor"])

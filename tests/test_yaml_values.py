@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from webhook.inputs.sources import load_text
-from yamljson import yamljson  # noqa: F401  (the fixture)
+from yamljson import aiadmit_reads, yamljson  # noqa: F401  (yamljson: the fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: values}\ndata:\n  v: %s\n"
@@ -32,12 +31,8 @@ VALUES = ["y", "Y", "n", "N", "yes", "Yes", "YES", "no", "No", "NO", "on", "On",
 
 def _ours(text: str) -> tuple[object, str]:
     """(the `v` value as aiadmit reads it; the input error's text, or "")."""
-    loaded = load_text(text, "values.yaml")
-    if loaded.errors:
-        error = loaded.errors[0]
-        return None, f"{error.file}:{error.line}:{error.column}: {error.message}"
-    (resource,) = loaded.resources
-    return resource.obj["data"]["v"], ""
+    data, error = aiadmit_reads(text, "values.yaml")
+    return (None if data is None else data["v"]), error
 
 
 @pytest.mark.parametrize("shape", [CONFIGMAP, FALLBACK], ids=["node-walk", "pyyaml-constructor"])

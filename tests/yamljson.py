@@ -42,3 +42,16 @@ def yamljson():
         return answers
 
     return convert
+
+
+def aiadmit_reads(text: str, filename: str) -> tuple[object, str]:
+    """(the `data` map of the one document as aiadmit's reader makes it, or None; the first input error as
+    `file:line:col: message`, or ""): the side the tests hold against the tool's answer."""
+    from webhook.inputs.sources import load_text
+
+    loaded = load_text(text, filename)
+    if loaded.errors:
+        error = loaded.errors[0]
+        return None, f"{error.file}:{error.line}:{error.column}: {error.message}"
+    (resource,) = loaded.resources
+    return resource.obj["data"], ""
