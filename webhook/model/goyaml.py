@@ -46,13 +46,13 @@ WORDS: dict[str, tuple[str, Any]] = {
     **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), (FLOAT, -math.inf)),
     "<<": (MERGE, "<<"),
 }
-_GO_INT = re.compile(r"([+-]?)(?:0[xX]([0-9a-fA-F]+)|0[bB]([01]+)|0[oO]([0-7]+)|(0[0-7]*)|([1-9][0-9]*))\Z")
-_GO_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?\Z")  # go-yaml's yamlStyleFloat
-_GO_DOT_FLOAT = re.compile(r"\.[0-9]+(_[0-9]+)*([eE][-+]?[0-9]+(_[0-9]+)*)?\Z")  # ParseFloat's, from a '.'
-_BINARY = re.compile(r"([+-]?)([01]+)\Z")
+_GO_INT = (r"([+-]?)(?:0[xX]([0-9a-fA-F]+)|0[bB]([01]+)|0[oO]([0-7]+)|(0[0-7]*)|([1-9][0-9]*))\Z")
+_GO_FLOAT = (r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?\Z")  # go-yaml's yamlStyleFloat
+_GO_DOT_FLOAT = (r"\.[0-9]+(_[0-9]+)*([eE][-+]?[0-9]+(_[0-9]+)*)?\Z")  # ParseFloat's, from a '.'
+_BINARY = (r"([+-]?)([01]+)\Z")  # (compiled by `re` at first use: an import compiles none)
 # go-yaml's timestamp layouts (time.Parse: "2006-1-2T15:4:5.999999999Z07:00", its `t` twin, "2006-1-2
 # 15:4:5.999999999", "2006-1-2"), checked only under an explicit !!timestamp: a plain one is its text anyway
-_TIMESTAMP = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})(?:[Tt](\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.\d+)?"
+_TIMESTAMP = (r"(\d{4})-(\d{1,2})-(\d{1,2})(?:[Tt](\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.\d+)?"
                         r"(?:Z|[+-](\d{2}):(\d{2}))|[ ](\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.\d+)?)?\Z")
 
 
@@ -67,13 +67,13 @@ def resolve(text: str) -> tuple[str, Any]:
         return word
     first = text[:1]
     if first == ".":
-        if _GO_DOT_FLOAT.match(text):
+        if re.match(_GO_DOT_FLOAT, text):
             return FLOAT, float(text.replace("_", ""))
         return STR, text
     if not first or first not in NUMBER_FIRST:
         return STR, text
     plain = text.replace("_", "")
-    match = _GO_INT.match(plain)
+    match = re.match(_GO_INT, plain)
     if match:
         sign, hexa, binary, octal, zero, decimal = match.groups()
         if len((hexa or binary or octal or zero or decimal).lstrip("0")) <= 64:  # else past uint64 in any base
@@ -82,12 +82,12 @@ def resolve(text: str) -> tuple[str, Any]:
             value = -value if sign == "-" else value
             if -INT64 <= value < INT64 or (sign == "" and value < 2 * INT64):
                 return INT, value  # past int64: ParseUint's uint64 (an unsigned literal only)
-    if _GO_FLOAT.match(plain):
+    if re.match(_GO_FLOAT, plain):
         value = float(plain)
         if not math.isinf(value):  # ParseFloat's range error: go-yaml goes on
             return FLOAT, value
     if plain.startswith("0b") or plain.startswith("-0b"):
-        match = _BINARY.match(plain[2:] if plain[0] == "0" else "-" + plain[3:])
+        match = re.match(_BINARY, plain[2:] if plain[0] == "0" else "-" + plain[3:])
         if match:
             value = int(match.group(2), 2) * (-1 if match.group(1) == "-" else 1)
             if -INT64 <= value < INT64 or (match.group(1) == "" and plain[0] == "0" and value < 2 * INT64):
@@ -137,7 +137,7 @@ def json_value(tag: str, value: Any) -> Any:
 
 
 def _timestamp(text: str) -> bool:
-    match = _TIMESTAMP.match(text)
+    match = re.match(_TIMESTAMP, text)
     if not match:
         return False
     year, month, day, hour, minute, second, zone_h, zone_m, hour2, minute2, second2 = (
