@@ -56,7 +56,7 @@ BAD = {
     "huge-exponent-string": (POD_HEAD + "metadata: {name: a}\nspec:\n  containers: [{name: c, resources: "
                              "{limits: {cpu: '1e99999999999'}}}]\n", "resources.limits.cpu"),
     "many-digits": (POD_HEAD + "metadata: {name: a}\nspec:\n  containers: [{name: c, resources: {limits: {cpu: "
-                    + "9" * 6000 + "}}}]\n", "6000 digits"),
+                    + "9" * 6000 + "}}}]\n", "resources.limits.cpu"),  # a string to go-yaml: past float64
     "many-digits-string": (POD_HEAD + "metadata: {name: a}\nspec:\n  containers: [{name: c, resources: {limits: "
                            "{cpu: '" + "9" * 6000 + "'}}}]\n", "resources.limits.cpu"),
     "overflow-int": (POD_HEAD + "metadata: {name: a}\nspec:\n  containers: [{name: c, resources: {limits: "

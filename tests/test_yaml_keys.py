@@ -21,7 +21,7 @@ from yamljson import aiadmit_reads, yamljson  # noqa: F401  (yamljson: the fixtu
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: keys}\ndata:\n  %s: v\n"
-FALLBACK = CONFIGMAP + "  when: 2001-12-14\n"  # a timestamp: the document is built by PyYAML's constructor instead
+FALLBACK = CONFIGMAP + "  <<: {when: 1}\n"  # a merge key: the document is built by PyYAML's constructor instead
 
 KEYS = ["1", "-1", "+5", "0x1F", "0X1f", "017", "08", "0o17", "0O17", "0b101", "0B101", "0b_1", "-0b11", "0b-101",
         "0b+101", "-0b-1", "1_000", "1__0", "1_", "_1", "1:30", "1e3", "1E5", "1e+5", "1e-5", "1.e5", "1.5", "1.0",
@@ -74,18 +74,14 @@ def test_keys_are_what_sigs_k8s_io_yaml_makes_of_them(yamljson, shape):
     assert not mismatches
 
 
-def test_a_key_read_two_ways_is_refused_not_guessed(yamljson):
-    """`!!str y` is "y" to Kubernetes, `&a y` is "true". The loader's resolver tags a plain `y` bool (anchored or
-    not, as go-yaml does), so `&a y` is read as Kubernetes reads it; `!!str y` is still refused rather than trusted
-    to a node that merely says `str`."""
-    texts = [CONFIGMAP % "!!str y", CONFIGMAP % "&a y"]
-    assert [a["json"] for a in yamljson(texts)] == [[{"apiVersion": "v1", "data": {"y": "v"}, "kind": "ConfigMap",
-                                                      "metadata": {"name": "keys"}}],
-                                                    [{"apiVersion": "v1", "data": {"true": "v"}, "kind": "ConfigMap",
-                                                      "metadata": {"name": "keys"}}]]
-    assert _ours(texts[0]) == (None, "keys.yaml:5:3: YAML: key 'y' has a tag or an anchor: Kubernetes reads it as "
-                                     "'y' with `!!str` but as 'true' with an anchor; quote it")
-    assert _ours(texts[1]) == ({"true": "v"}, "")
+def test_a_str_tag_or_an_anchor_on_a_key_is_read_as_kubernetes_reads_it(yamljson):
+    """`!!str y` is "y" to Kubernetes, `&a y` is "true". The loader resolves every plain scalar as go-yaml does
+    (anchored or not), so a key tagged `str` is a string to Kubernetes too: on main `!!str y` was refused, since
+    PyYAML's tags could not tell it from a plain `y` PyYAML had read as a string."""
+    texts = [CONFIGMAP % "!!str y", CONFIGMAP % "&a y", CONFIGMAP % "!!str 08", CONFIGMAP % "&b 08"]
+    theirs = [a["json"][0]["data"] for a in yamljson(texts)]
+    assert theirs == [{"y": "v"}, {"true": "v"}, {"08": "v"}, {"8": "v"}]
+    assert [_ours(text) for text in texts] == [(data, "") for data in theirs]
 
 
 @pytest.mark.parametrize("key, message, column", [

@@ -20,7 +20,7 @@ from yamljson import aiadmit_reads, yamljson  # noqa: F401  (yamljson: the fixtu
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGMAP = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: values}\ndata:\n  v: %s\n"
-FALLBACK = CONFIGMAP + "  when: 2001-12-14\n"  # a timestamp: the document is built by PyYAML's constructor instead
+FALLBACK = CONFIGMAP + "  <<: {when: 1}\n"  # a merge key: the document is built by PyYAML's constructor instead
 
 VALUES = ["y", "Y", "n", "N", "yes", "Yes", "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF", "true",
           "True", "TRUE", "false", "False", "FALSE", "'y'", '"Y"', "'n'", '"N"', "!!str y", "!!str N", "!!str yes",

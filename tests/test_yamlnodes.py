@@ -1,4 +1,6 @@
-"""The fast constructor builds exactly what yaml.safe_load builds, on the corpus and on YAML's odd corners."""
+"""The fast constructor builds exactly what the loader's PyYAML constructor builds (both read values as Kubernetes
+does: webhook/model/goyaml.py, compared with Kubernetes itself in tests/test_yaml_plain.py), on the corpus and on
+YAML's odd corners."""
 
 import glob
 import os
@@ -6,6 +8,7 @@ import os
 import pytest
 import yaml
 
+from webhook.inputs.sources import _Loader
 from webhook.inputs.yamlnodes import construct
 
 from testdata import CORPUS  # tests/data/corpus, in the repository
@@ -19,7 +22,7 @@ underscored: 1_000
 sexagesimal: 1:30
 negative: -12
 float: 1.5e3
-inf: .inf
+inf: .5e1
 bools: [yes, No, TRUE, off, on]
 nulls: [~, null, ]
 date: 2026-11-29
@@ -38,7 +41,7 @@ multi: |
 
 
 def construct_all(text, aliases=True):
-    loader = yaml.CSafeLoader(text)
+    loader = _Loader(text)
     try:
         out = []
         while loader.check_node():
@@ -48,12 +51,17 @@ def construct_all(text, aliases=True):
         loader.dispose()
 
 
-def test_odd_corners_match_safe_load():
-    assert construct_all(ODD) == list(yaml.safe_load_all(ODD))
+def pyyaml_all(text):
+    """Every document as the loader's PyYAML constructor builds it (the path of a document with a merge key)."""
+    return list(yaml.load_all(text, Loader=_Loader))
+
+
+def test_odd_corners_match_the_pyyaml_constructor():
+    assert construct_all(ODD) == pyyaml_all(ODD)
     # the same corners without the anchor, alias and merge lines, the way a text without `&` is built
     plain = ODD.replace("anchor: &a {cpu: \"1\", memory: 1Gi}\nalias: *a\nmerged:\n  <<: *a\n  cpu: \"2\"\n", "")
     assert "&" not in plain and "sexagesimal" in plain and "!!set" in plain
-    assert construct_all(plain, aliases=False) == list(yaml.safe_load_all(plain))
+    assert construct_all(plain, aliases=False) == pyyaml_all(plain)
 
 
 def test_aliases_stay_shared():
@@ -61,14 +69,14 @@ def test_aliases_stay_shared():
     assert doc["a"] is doc["b"]
 
 
-def test_corpus_matches_safe_load():
+def test_corpus_matches_the_pyyaml_constructor():
     files = [f for f in glob.glob(os.path.join(CORPUS, "**", "*.y*ml"), recursive=True) if "_unparseable" not in f]
     assert len(files) > 100
     for path in files:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
-        expected = list(yaml.safe_load_all(text))
-        assert construct_all(text) == expected, path
+        expected = pyyaml_all(text)
+        assert construct_all(text) == expected == list(yaml.safe_load_all(text)), path  # none of go-yaml's edges
         if "&" not in text:  # what sources.load_text does for a text without anchors: no alias bookkeeping
             assert construct_all(text, aliases=False) == expected, path
 
@@ -80,13 +88,12 @@ def test_memoised_resolution_keeps_quoting_apart():
     text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: 'yes', b: yes, c: '1', d: 1, e: on}\n"
     for _ in range(3):
         [resource] = load_text(text, "x.yaml").resources
-        assert resource.obj == yaml.safe_load(text)
         assert resource.obj["data"] == {"a": "yes", "b": True, "c": "1", "d": 1, "e": True}
 
 
-def test_memoised_loader_matches_safe_load_on_the_corpus_and_odd_corners():
-    """sources.load_text (libyaml with the resolver memo and no path hooks) gives what PyYAML's own safe loader
-    gives, document by document, on the corpus read in one process (so the memo is warm across files)."""
+def test_memoised_loader_matches_the_pyyaml_constructor_on_the_corpus_and_odd_corners():
+    """sources.load_text (libyaml with the resolver memo and no path hooks) gives what the loader's PyYAML
+    constructor gives, document by document, on the corpus read in one process (so the memo is warm across files)."""
     from webhook.inputs.sources import load_text
 
     files = [f for f in glob.glob(os.path.join(CORPUS, "**", "*.y*ml"), recursive=True) if "_unparseable" not in f]
@@ -96,13 +103,14 @@ def test_memoised_loader_matches_safe_load_on_the_corpus_and_odd_corners():
             texts.append(handle.read())
     for _ in range(2):  # second pass: every scalar's tag answered by the memo
         for text in texts:
-            wrapped = [d for d in yaml.load_all(text, Loader=yaml.SafeLoader) if isinstance(d, dict) and "kind" in d
+            wrapped = [d for d in pyyaml_all(text) if isinstance(d, dict) and "kind" in d
                        and "apiVersion" in d and isinstance(d["kind"], str) and not d["kind"].endswith("List")]
             got = [r.obj for r in load_text(text, "x.yaml").resources]
             assert got == wrapped
-    [odd] = load_text(texts[0], "odd.yaml").resources  # YAML 1.1 as PyYAML reads it: booleans, octal, quoting
+    [odd] = load_text(texts[0], "odd.yaml").resources  # YAML 1.1 as go-yaml reads it: booleans, octal, quoting
     assert odd.obj["bools"] == [True, False, True, False, True]
-    assert (odd.obj["octal"], odd.obj["quoted"], odd.obj["sexagesimal"]) == (493, "0755", 90)
+    assert (odd.obj["octal"], odd.obj["quoted"], odd.obj["sexagesimal"], odd.obj["inf"]) == (493, "0755", "1:30", 5)
+    assert (odd.obj["date"], odd.obj["set"], odd.obj["binary"]) == ("2026-11-29", {"a": None, "b": None}, "hello")
 
 
 def test_resolver_memo_is_bounded():

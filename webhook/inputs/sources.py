@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import gc
 import os
-import re
 import stat
 import sys
 from contextlib import contextmanager
@@ -22,8 +21,9 @@ import yaml
 from webhook.k8s.kindnames import kind_problem
 from webhook.k8s.workload import kind_table
 from webhook.model.resource import InputError, Origin, Resource
+from webhook.model.goyaml import resolve
 from webhook.model.yamlkeys import entry, key_name, mark_spelt
-from webhook.inputs.yamlnodes import BOOLS, check_expansion, construct, not_a_bool
+from webhook.inputs.yamlnodes import ValueRefused, check_expansion, construct, scalar
 
 try:
     _Base = yaml.CSafeLoader
@@ -34,29 +34,37 @@ except AttributeError:  # pragma: no cover - libyaml is part of PyYAML's wheels
 class _Loader(_Base):
     """libyaml's safe loader: one pass yields the composed nodes (kept for positions) and the objects.
 
-    libyaml composes in C but calls back into Python for every node: `resolve` (the implicit tag of a scalar:
-    a dozen regular expressions in Python) and the path-resolver hooks. Manifests repeat the same scalars (`name`,
-    `image`, `Always`, `"1"`), so `resolve` is answered from a memo of PyYAML's own resolver: the same tags
-    (PyYAML's YAML 1.1 rules, unchanged), a fifth less time to load (bench/RESULTS.md). The memo is sound because
-    the safe loader's resolver depends only on its arguments (no path resolvers are registered on it: the hooks
-    that would follow paths are C no-ops then). Bounded: at most 4,096 entries, and emptied whenever the texts
-    read since it was last emptied exceed _MEMO_TEXT, so what it keeps alive is at most that much text.
+    libyaml composes in C but calls back into Python for every node: `resolve` (the implicit tag of a scalar) and
+    the path-resolver hooks. The tag is go-yaml v2's (webhook/model/goyaml.py: what kubectl and the API server
+    read, not PyYAML's YAML 1.1: `0o10`, `08`, `1e3`, `y` are numbers and booleans, `1:30` and `2001-12-14`
+    strings), decided here because the resolver is where a scalar is known to be plain (an anchor does not change
+    that; `!!str y` or a quote does), so a node tagged `str` is a string to Kubernetes too. Manifests repeat the
+    same scalars (`name`, `image`, `Always`, `"1"`), so `resolve` is answered from a memo: a fifth less time to
+    load (bench/RESULTS.md). The memo is sound because `_resolve` depends only on its arguments (the hooks that
+    would follow paths are no-ops: no resolution depends on where a node is). Bounded: at most 4,096 entries, and
+    emptied whenever the texts read since it was last emptied exceed _MEMO_TEXT, so what it keeps alive is at most
+    that much text.
 
-    Its maps (the documents yamlnodes leaves to PyYAML: merge keys, timestamps, ...) have the keys Kubernetes
-    makes of them, strings, as yamlnodes' own (webhook/model/yamlkeys.py); duplicates were refused before.
-
-    A plain `y`, `Y`, `n` or `N` is a bool, as go-yaml v2 (sigs.k8s.io/yaml, kubectl, the API server) resolves it
-    and PyYAML does not: `privileged: y` is a privileged container once applied, so it must be one to every rule.
-    The resolver is where a scalar is known to be plain (an anchor does not change that, `!!str y` or a quote
-    does), so the tag is decided there; the value is go-yaml's too (yamlnodes.BOOLS: `!!bool y` true, `!!bool yEs`
-    refused).
+    Every node is constructed as go-yaml builds it (`construct_go`): a scalar by its tag (yamlnodes.scalar, the
+    node walk's own), a sequence or map whatever its tag (go-yaml ignores `!!set`, `!!omap`, `!foo` there). Maps
+    (the documents yamlnodes leaves to PyYAML: merge keys) have the keys Kubernetes makes of them, strings, as
+    yamlnodes' own (webhook/model/yamlkeys.py); duplicates were refused before.
     """
 
-    def construct_yaml_bool(self, node):
-        value = BOOLS.get(self.construct_scalar(node))
-        if value is None:
-            raise not_a_bool(node)
-        return value
+    def construct_go(self, node):
+        if isinstance(node, yaml.ScalarNode):
+            return scalar(node)
+        return self._collection(node)
+
+    def _collection(self, node):  # a generator, as PyYAML's own: an alias may refer to the list or map being built
+        if isinstance(node, yaml.SequenceNode):
+            data: list = []
+            yield data
+            data.extend(self.construct_sequence(node))
+        else:
+            data = {}
+            yield data
+            data.update(self.construct_mapping(node))
 
     def construct_mapping(self, node, deep=False):
         if not isinstance(node, yaml.MappingNode):
@@ -65,22 +73,28 @@ class _Loader(_Base):
         self.flatten_mapping(node)  # merged pairs first, so the map's own keys win, as in PyYAML
         mapping = {}
         for key_node, value_node in node.value:
-            name = key_name(key_node, self.construct_object)
+            name = key_name(key_node)
             if name != key_node.value:
                 mark_spelt(node)  # its position look-ups spell its keys
             mapping[name] = self.construct_object(value_node, deep=deep)
         return mapping
 
 
-_Loader.add_constructor("tag:yaml.org,2002:bool", _Loader.construct_yaml_bool)
-_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
+def _resolve(kind, value: str, implicit: tuple) -> str:
+    """go-yaml v2's tag of a node: a plain scalar's by goyaml.resolve (a timestamp is a string to it, `<<` the
+    merge key), a quoted or `!`-tagged one a string, a sequence or map by its kind."""
+    if kind is yaml.ScalarNode:
+        return resolve(value)[0] if implicit[0] else _STR
+    return _SEQ if kind is yaml.SequenceNode else _MAP
+
+
+_STR, _SEQ, _MAP = "tag:yaml.org,2002:str", "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
+_Loader.yaml_constructors = {None: _Loader.construct_go}  # every tag, as go-yaml reads it
+_Loader.descend_resolver = {}.get  # (parent, index) -> index: nothing to follow
+_Loader.ascend_resolver = ().__len__  # () -> 0
+_Loader.resolve = staticmethod(functools.lru_cache(maxsize=4096)(_resolve))
 _MEMO_TEXT = 8 * 1024 * 1024
 _memo_fill = 0
-
-if not _Base.yaml_path_resolvers:  # what the safe loader has: no resolution depends on where a node is
-    _Loader.descend_resolver = {}.get  # (parent, index) -> index: nothing to follow
-    _Loader.ascend_resolver = ().__len__  # () -> 0
-    _Loader.resolve = staticmethod(functools.lru_cache(maxsize=4096)(_Loader("").resolve))
 
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -251,6 +265,8 @@ def load_text(text: str, filename: str, templates: bool = True) -> Loaded:
                     check_expansion(node)
                 data = construct(node, loader.construct_document, aliases)
             except yaml.YAMLError as exc:
+                if isinstance(exc, ValueRefused):
+                    exc.name_field(node)
                 if templates and _templated_line(text, exc):  # `name: {{ .Values.x }}` parses as a flow map
                     loaded.skipped.append(_template(filename, exc))
                 else:

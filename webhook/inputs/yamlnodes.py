@@ -1,41 +1,32 @@
 """Python objects straight from composed YAML nodes: the fast half of loading manifests.
 
 libyaml parses and composes in C, and the composer has already resolved each
-scalar's tag; PyYAML's constructor then spends most of the load time in
-generic, generator-based Python. Manifests use a small corner of YAML (maps,
-lists, strings, ints, floats, bools, nulls, an occasional anchor or merge
-key), so this walks the node tree once and builds the same values directly,
-deferring to PyYAML's own constructor for anything else (timestamps, binary,
-sets, custom tags), so the result equals `yaml.safe_load` but for the keys: each map key is the string Kubernetes
-makes of it (webhook/model/yamlkeys.py: `1:` is "1", `yes:` "true"; a null key is an input error), because an int
-or bool key no walk over names finds would hide what it holds; and for the booleans, which are go-yaml v2's (`y`, `N`
-too: the loader's resolver tags them, webhook/inputs/sources.py), because a `privileged: y` Kubernetes runs
-privileged was the string "y" to every rule.
+scalar's tag (go-yaml v2's tag: the loader's resolver, webhook/inputs/sources.py); PyYAML's constructor then
+spends most of the load time in generic, generator-based Python. Manifests use a small corner of YAML (maps,
+lists, strings, ints, floats, bools, nulls, an occasional anchor or merge key), so this walks the node tree once
+and builds the values directly, deferring to PyYAML's constructor (with the loader's constructors: the same
+values) for merge keys. Values are what Kubernetes makes of them (`scalar`: webhook/model/goyaml.py; `0o10` and
+`1e3` are numbers, `1.0` the int 1, `1:30` and dates strings, `.inf` refused) and each map key is the string
+Kubernetes makes of it (webhook/model/yamlkeys.py: `1:` is "1", `yes:` "true"; a null key is an input error),
+because a value or key read otherwise is not the object that will run.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Optional
 
 import yaml
 
-from webhook.model.yamlkeys import NUMBER_FIRST as _NUMBER_FIRST, YN as _YN, key_name, mark_spelt, scalar_key
+from webhook.model.goyaml import CORE, Refused, json_value, tagged
+from webhook.model.yamlkeys import key_name, mark_spelt
 
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
-_FLOAT = "tag:yaml.org,2002:float"
 _BOOL = "tag:yaml.org,2002:bool"
-_NULL = "tag:yaml.org,2002:null"
-_MAP = "tag:yaml.org,2002:map"
-_SEQ = "tag:yaml.org,2002:seq"
 _MERGE = "tag:yaml.org,2002:merge"
-_PLAIN_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
-_MAX_INT_DIGITS = 4000  # under Python's int_max_str_digits (4300); no Kubernetes field holds more than 20
-# go-yaml v2's booleans, exactly these spellings (`!!bool yEs` is refused by it): PyYAML's plain words and `y`/`n`,
-# which the loader's resolver tags bool when plain (webhook/inputs/sources.py)
-BOOLS = {**dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
-         **dict.fromkeys(("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False)}
+_PLAIN_INT = re.compile(r"[-+]?(0|[1-9][0-9]{0,17})\Z")  # a decimal int64 for certain: int() of it is go-yaml's
 
 
 def not_a_bool(node: yaml.Node) -> yaml.constructor.ConstructorError:
@@ -43,6 +34,65 @@ def not_a_bool(node: yaml.Node) -> yaml.constructor.ConstructorError:
     kubectl refuses it too ("cannot decode !!str `maybe` as a !!bool")."""
     return yaml.constructor.ConstructorError(
         None, None, f"!!bool {node.value!r} is not a boolean to Kubernetes' YAML reader (go-yaml v2)", node.start_mark)
+
+
+def scalar(node: yaml.ScalarNode) -> Any:
+    """A scalar node's value as Kubernetes reads it (go-yaml v2, then JSON), or ConstructorError at the node: go-yaml
+    refuses the text under its tag (`!!int 1.5`), or JSON has no such number (`.inf`). A tag go-yaml does not
+    resolve (`!foo x`) leaves the text, as go-yaml does."""
+    tag = node.tag
+    if tag not in CORE:
+        return node.value
+    try:
+        return _scalar(tag, node.value)
+    except Refused as exc:
+        if tag == _BOOL:
+            raise not_a_bool(node) from None
+        raise ValueRefused(node, f"`{node.value}`: {exc}") from None
+
+
+class ValueRefused(yaml.constructor.ConstructorError):
+    """A value Kubernetes' YAML reader refuses: an input error at the value, naming its field once the reader knows
+    the document (`name_field`)."""
+
+    def __init__(self, node: yaml.Node, problem: str):
+        super().__init__(None, None, problem, node.start_mark)
+        self.node = node
+
+    def name_field(self, root: yaml.Node) -> None:
+        """Prefix the problem with the field that holds the value (`spec.containers[0].image`), found by identity
+        under the document's root node (only when a document is refused: no cost otherwise)."""
+        path = _path_to(root, self.node, "", set())
+        if path:
+            self.problem = f"{path}: {self.problem}"
+
+
+def _path_to(node: yaml.Node, target: yaml.Node, path: str, seen: set) -> Optional[str]:
+    if node is target:
+        return path
+    if id(node) in seen:
+        return None
+    seen.add(id(node))
+    if isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            found = _path_to(item, target, f"{path}[{index}]", seen)
+            if found is not None:
+                return found
+    elif isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            try:
+                name = key_name(key_node) if key_node.tag != _MERGE else ""
+            except yaml.YAMLError:
+                name = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
+            found = _path_to(value_node, target, f"{path}.{name}" if path and name else path or name, seen)
+            if found is not None:
+                return found
+    return None
+
+
+@functools.lru_cache(maxsize=4096)  # the same few numbers recur (ports, replicas, `1.0`): answered once
+def _scalar(tag: str, text: str) -> Any:
+    return json_value(*tagged(tag, text))
 
 
 class Fallback(Exception):
@@ -71,7 +121,7 @@ def _written(node: yaml.Node) -> str:
 
 
 def _duplicate(mapping: yaml.MappingNode, key_node: yaml.Node, name: str) -> DuplicateKey:
-    earlier = next(k for k, _ in mapping.value if k.tag != _MERGE and key_name(k, scalar_key) == name)
+    earlier = next(k for k, _ in mapping.value if k.tag != _MERGE and key_name(k) == name)
     return DuplicateKey(name, key_node.start_mark, earlier, key_node)
 
 
@@ -87,7 +137,7 @@ def check_duplicates(node: yaml.Node, seen: Optional[set] = None) -> None:
         names: set = set()
         for key_node, value_node in node.value:
             if key_node.tag != _MERGE:
-                name = key_name(key_node, scalar_key)
+                name = key_name(key_node)
                 if name in names:
                     raise _duplicate(node, key_node, name)
                 names.add(name)
@@ -166,29 +216,10 @@ def _value(node: yaml.Node, seen: dict | None) -> Any:
         value = node.value
         if tag == _STR:
             return value
-        if tag == _INT:
-            if len(value) > _MAX_INT_DIGITS:  # int() refuses these (CVE-2020-10735); say where, not a ValueError
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"an integer of {len(value)} digits is out of range", node.start_mark)
-            if _PLAIN_INT.match(value):
-                return int(value)
-            raise Fallback()  # 0x.., 0o.., 1_000, sexagesimal: PyYAML's rules
-        if tag == _NULL:
-            return None
-        if tag == _BOOL:
-            found = BOOLS.get(value)
-            if found is None:  # `!!bool maybe`
-                raise not_a_bool(node)
-            return found
-        if tag == _FLOAT:
-            text = value.lower().replace("_", "")
-            if text in (".inf", "+.inf", "-.inf", ".nan") or ":" in text:
-                raise Fallback()
-            return float(text)
-        raise Fallback()
-    if kind is _SEQUENCE:
-        if tag != _SEQ:
-            raise Fallback()
+        if tag == _INT and _PLAIN_INT.match(value):
+            return int(value)
+        return scalar(node)
+    if kind is _SEQUENCE:  # go-yaml ignores a collection's tag (`!!set`, `!!omap`, `!foo`): a list, a map
         if seen is None:  # a string item taken here, without a call (most items are)
             return [item.value if type(item) is _SCALAR and item.tag == _STR else _value(item, None)
                     for item in node.value]
@@ -197,23 +228,17 @@ def _value(node: yaml.Node, seen: dict | None) -> Any:
         out.extend(_value(item, seen) for item in node.value)
         return out
     if kind is _MAPPING:
-        if tag != _MAP:
-            raise Fallback()
         mapping: dict = {}
         if seen is not None:
             seen[id(node)] = mapping
         for key_node, value_node in node.value:
             tag = key_node.tag
-            if tag == _STR and type(key_node) is _SCALAR:  # the common key, without a call
+            if tag == _STR and type(key_node) is _SCALAR:  # the common key (a string to go-yaml), without a call
                 name = key_node.value
-                if not key_node.style and (name[:1] in _NUMBER_FIRST or name in _YN):  # `08`, `y`: go-yaml's
-                    name = key_name(key_node, scalar_key)
-                    if name != key_node.value:
-                        mark_spelt(node)
             elif tag == _MERGE:
                 raise Fallback()
             else:
-                name = key_name(key_node, scalar_key)
+                name = key_name(key_node)
                 if name != key_node.value:
                     mark_spelt(node)
             if name in mapping:

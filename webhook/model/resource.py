@@ -15,7 +15,7 @@ from typing import Any, Optional
 import yaml
 
 from webhook.model import pointer as jp
-from webhook.model.yamlkeys import NUMBER_FIRST, SPELT, YN, entry, spelt_as
+from webhook.model.yamlkeys import SPELT, entry, spelt_as
 
 _STR = "tag:yaml.org,2002:str"
 
@@ -65,8 +65,7 @@ class Origin:
             if isinstance(node, yaml.MappingNode):
                 for found in node.value:  # by its text: what yamlkeys.entry does, inline (this runs per finding)
                     key = found[0]
-                    if key.value == token and (key.tag == _STR and (key.style or not (
-                            token[:1] in NUMBER_FIRST or token in YN)) or spelt_as(key, token)):
+                    if key.value == token and (key.tag == _STR or spelt_as(key, token)):
                         break
                 else:
                     found = entry(node, token) if getattr(node, SPELT, False) else None

@@ -19,38 +19,22 @@ tests/test_yaml_keys.py compares with this module):
   unsigned key past int64 (`unsupported map key of type: uint64`) and a sequence or map as a key (`invalid map
   key`). Those raise KeyRefused here, with the key's position.
 
-A quoted key is its text. A key with a tag or an anchor: an explicit tag decides (`!!str y` is "y", `!!int "1"` is
-"1"), an anchor does not (`&a y` is "true"); PyYAML's nodes do not say which of the two a plain `str` key had, so
-where the two readings differ the key is refused (quote it) rather than guessed. (aiadmit's loader tags a plain
-`y`/`n`, anchored or not, bool as go-yaml does: webhook/inputs/sources.py; so `&a y` is "true", `!!str y` refused.)
+A quoted key is its text, and so is a key tagged `!!str` (`!!str y` is "y"). Another tag decides as go-yaml
+decides (`!!int "1"` is "1", `!!int 08` refused: go-yaml reads `08` as a float), an anchor does not (`&a y` is
+"true"): aiadmit's loader resolves every plain scalar as go-yaml does (webhook/model/goyaml.py), so a node's tag
+is go-yaml's and a key tagged `str` is always its text.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import math
-import re
 import struct
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import yaml
 
-_STR = "tag:yaml.org,2002:str"
-# PyYAML's implicit tags (`value`: its reading of a plain `=`); a plain key with one of these is go-yaml's to resolve
-_IMPLICIT = frozenset("tag:yaml.org,2002:" + t for t in ("str", "int", "float", "bool", "null", "timestamp", "value"))
-NUMBER_FIRST = frozenset("+-.0123456789")  # go-yaml's resolve hints 'S', 'D' and '.'
-YN = frozenset(("y", "Y", "n", "N"))  # booleans to go-yaml v2, strings to PyYAML
-_GO_WORDS = {**dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), "true"),
-             **dict.fromkeys(("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), "false"),
-             **dict.fromkeys(("", "~", "null", "Null", "NULL"), None),
-             **dict.fromkeys((".nan", ".NaN", ".NAN"), ".nan"),
-             **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), ".inf"),
-             **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), "-.inf")}
-_GO_INT = r"([+-]?)(?:0[xX]([0-9a-fA-F]+)|0[bB]([01]+)|0[oO]([0-7]+)|(0[0-7]*)|([1-9][0-9]*))\Z"
-_GO_FLOAT = r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?\Z"  # go-yaml's yamlStyleFloat
-_GO_DOT_FLOAT = r"\.[0-9]+(_[0-9]+)*([eE][-+]?[0-9]+(_[0-9]+)*)?\Z"  # ParseFloat's, from a '.'
-_BINARY = r"([+-]?)([01]+)\Z"
-_INT64 = 1 << 63  # (the patterns are compiled by `re` at their first use: most runs never spell a key)
+from webhook.model.goyaml import BOOL, CORE, FLOAT, INT, INT64 as _INT64, NULL, STR as _STR, Refused, \
+    resolve, tagged
 
 
 class KeyRefused(yaml.MarkedYAMLError):
@@ -60,18 +44,12 @@ class KeyRefused(yaml.MarkedYAMLError):
         super().__init__(problem=problem, problem_mark=mark)
 
 
-def scalar_key(node: yaml.Node) -> Any:
-    """PyYAML's value of a key with an explicit tag (`!!int "1"`), for key_name to spell."""
-    return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
-
-
 def spelt_as(node: yaml.Node, name: str) -> bool:
     """Whether a key node is the key `name` of the object read from it (positions: a pointer's step to its node)."""
-    if type(node) is yaml.ScalarNode and node.tag == _STR and (node.style or not (
-            node.value[:1] in NUMBER_FIRST or node.value in YN)):
+    if type(node) is yaml.ScalarNode and node.tag == _STR:
         return node.value == name
     try:
-        return key_name(node, scalar_key) == name
+        return key_name(node) == name
     except (KeyRefused, yaml.YAMLError, ValueError, TypeError):
         return False
 
@@ -79,7 +57,7 @@ def spelt_as(node: yaml.Node, name: str) -> bool:
 def plain_is_text(text: str) -> bool:
     """Whether `text` written as a plain key reads back as itself (`y`, `08`, `1e3` do not: a writer quotes them)."""
     try:
-        return _go_plain(text, yaml.ScalarNode(_STR, text)) == text
+        return _spelt(*resolve(text), yaml.ScalarNode(_STR, text)) == text
     except KeyRefused:
         return False
 
@@ -108,106 +86,36 @@ def mark_spelt(mapping: yaml.MappingNode) -> None:
     setattr(mapping, SPELT, True)
 
 
-def key_name(node: yaml.Node, construct: Optional[Callable[[yaml.Node], Any]] = None) -> str:
-    """The string Kubernetes makes of a map key node, or KeyRefused. `construct` builds PyYAML's value of a key with
-    an explicit tag (`!!int "1"`); without it such a key is refused as unreadable."""
+def key_name(node: yaml.Node) -> str:
+    """The string Kubernetes makes of a map key node, or KeyRefused."""
     if not isinstance(node, yaml.ScalarNode):
         what = "sequence" if isinstance(node, yaml.SequenceNode) else "map"
         raise KeyRefused(f"a {what} as a map key: Kubernetes' YAML reader (sigs.k8s.io/yaml) refuses it "
                          f"(invalid map key)", node.start_mark)
     text, tag = node.value, node.tag
-    if tag == _STR and (node.style or not (text[:1] in NUMBER_FIRST or text in YN)):
+    if tag == _STR or tag not in CORE:  # quoted, `!!str`, a plain string to go-yaml; a tag it does not resolve
         return text
-    if not node.style and tag in _IMPLICIT:
-        bare = node.end_mark.index - node.start_mark.index == len(text)  # no tag or anchor before it
-        if bare or tag != _STR:
-            return _go_plain(text, node)
-        try:
-            name = _go_plain(text, node)
-        except KeyRefused:
-            name = None
-        if name != text:
-            raise KeyRefused(f"key {text!r} has a tag or an anchor: Kubernetes reads it as {text!r} with `!!str` "
-                             f"but as {'null' if name is None else repr(name)} with an anchor; quote it",
-                             node.start_mark)
-        return text
-    if tag == _STR:
-        return text
-    if construct is None:
-        raise KeyRefused(f"a map key tagged {tag}: not read here", node.start_mark)
-    return _spelt(construct(node), node)
+    try:
+        return _spelt(*tagged(tag, text), node)
+    except Refused as exc:
+        raise KeyRefused(f"map key {text!r}: {exc}", node.start_mark) from None
 
 
-def _go_plain(text: str, node: yaml.Node) -> str:
-    """go-yaml v2's `resolve` of an untagged plain scalar, spelt as YAMLToJSON spells a key."""
-    if text in _GO_WORDS:
-        name = _GO_WORDS[text]
-        if name is None:
-            raise KeyRefused(f"null map key {text or '(empty)'!r}: Kubernetes' YAML reader (sigs.k8s.io/yaml) refuses "
-                             f"it (unsupported map key); quote it if the text is meant", node.start_mark)
-        return name
-    first = text[:1]
-    if first == ".":
-        if re.match(_GO_DOT_FLOAT, text):
-            return _go_float(float(text.replace("_", "")), node)
-        return text
-    if not first or first not in NUMBER_FIRST:
-        return text
-    plain = text.replace("_", "")
-    match = re.match(_GO_INT, plain)
-    if match:
-        sign, hexa, binary, octal, zero, decimal = match.groups()
-        value = (int(hexa, 16) if hexa else int(binary, 2) if binary else int(octal, 8) if octal
-                 else int(zero, 8) if zero else int(decimal))
-        value = -value if sign == "-" else value
-        if -_INT64 <= value < _INT64:
-            return str(value)
-        if sign == "" and value < 2 * _INT64:
-            raise _unsigned(text, node)
-    if re.match(_GO_FLOAT, plain):
-        value = float(plain)
-        if not math.isinf(value):  # ParseFloat's range error: go-yaml goes on
-            return _go_float(value, node)
-    if plain.startswith("0b") or plain.startswith("-0b"):
-        match = re.match(_BINARY, plain[2:] if plain[0] == "0" else "-" + plain[3:])
-        if match:
-            value = int(match.group(2), 2) * (-1 if match.group(1) == "-" else 1)
-            if -_INT64 <= value < _INT64:
-                return str(value)
-            if match.group(1) == "" and plain[0] == "0" and value < 2 * _INT64:
-                raise _unsigned(text, node)
-    return text
-
-
-def _unsigned(text: str, node: yaml.Node) -> KeyRefused:
-    return KeyRefused(f"map key {text} is past int64: Kubernetes' YAML reader (sigs.k8s.io/yaml) refuses it "
-                      f"(unsupported map key of type uint64); quote it", node.start_mark)
-
-
-def _spelt(value: Any, node: yaml.Node) -> str:
-    """A key with an explicit tag, from PyYAML's value of it, spelt as YAMLToJSON spells go-yaml's."""
-    if value is None:
-        raise KeyRefused("null map key: Kubernetes' YAML reader (sigs.k8s.io/yaml) refuses it (unsupported map key)",
-                         node.start_mark)
-    if isinstance(value, bool):
+def _spelt(tag: str, value: Any, node: yaml.Node) -> str:
+    """go-yaml's (tag, value) of a key, spelt as YAMLToJSON spells it."""
+    if tag == NULL:
+        raise KeyRefused(f"null map key {node.value or '(empty)'!r}: Kubernetes' YAML reader (sigs.k8s.io/yaml) "
+                         f"refuses it (unsupported map key); quote it if the text is meant", node.start_mark)
+    if tag == BOOL:
         return "true" if value else "false"
-    if isinstance(value, int):
-        if -_INT64 <= value < _INT64:
+    if tag == INT:
+        if value < _INT64:
             return str(value)
-        raise KeyRefused(f"map key {value} is past int64: Kubernetes' YAML reader refuses it", node.start_mark)
-    if isinstance(value, float):
+        raise KeyRefused(f"map key {node.value} is past int64: Kubernetes' YAML reader (sigs.k8s.io/yaml) refuses "
+                         f"it (unsupported map key of type uint64); quote it", node.start_mark)
+    if tag == FLOAT:
         return _go_float(value, node)
-    if isinstance(value, (dt.date, dt.datetime)):
-        return node.value  # go-yaml keeps a timestamp read into interface{} as the text written
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bytes):
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-    raise KeyRefused(f"a map key tagged {node.tag}: Kubernetes' YAML reader gives it no JSON name here",
-                     node.start_mark)
+    return value  # a string: the text, a timestamp's text, a !!binary's bytes as Go's JSON writes them; `<<`
 
 
 def _go_float(value: float, node: yaml.Node) -> str:
