@@ -72,17 +72,34 @@ class DiskCache:
         return code
 
     def _read_code(self, path: str) -> Optional[CodeType]:
-        data = self._read(path)
-        if data is None:
+        payload = self._read_checked(path)
+        if payload is None:
             return None
-        digest, payload = data[:_DIGEST], data[_DIGEST:]
-        if len(digest) != _DIGEST or hashlib.sha256(payload).digest() != digest:
-            return None  # torn or foreign: compiled again and overwritten
         try:
             code = marshal.loads(payload)
         except (ValueError, EOFError, TypeError):
             return None
         return code if isinstance(code, CodeType) else None
+
+    def _read_checked(self, path: str) -> Optional[bytes]:
+        data = self._read(path)
+        if data is None:
+            return None
+        digest, payload = data[:_DIGEST], data[_DIGEST:]
+        if len(digest) != _DIGEST or hashlib.sha256(payload).digest() != digest:
+            return None  # torn or foreign: made again and overwritten
+        return payload
+
+    # ------------------------------------------------------------------ generated programs
+    def recall_program(self, *key: str) -> Optional[bytes]:
+        """A generated program (cel/stored.py's bytes) kept under `key`, or None."""
+        found = self._read_checked(self._path("program", *key)) if self.enabled else None
+        self.hits += found is not None  # an entry read whole (cel/stored.py may still find it foreign: a miss)
+        return found
+
+    def remember_program(self, *key: str, data: bytes) -> None:
+        if self.enabled:
+            self._write(self._path("program", *key), hashlib.sha256(data).digest() + data)
 
     # ------------------------------------------------------------------ what a check found
     def recall(self, *key: str) -> Optional[bytes]:
