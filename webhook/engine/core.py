@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 from functools import partial
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from webhook.cel.environment import new_context
 from webhook.engine import mutation
@@ -44,7 +44,11 @@ __all__ = ["BudgetExceeded", "Engine"]
 class Engine:
     """A policy set plus its config, ready to evaluate and to mutate."""
 
-    def __init__(self, policies: list[Policy], config: Optional[Config] = None, intree: Optional[InTree] = None):
+    def __init__(self, policies: list[Policy], config: Optional[Config] = None, intree: Optional[InTree] = None,
+                 compile_python: Optional[Callable] = None):
+        """`compile_python(python, filename) -> code` compiles the Python the engine generates (planning.Place's
+        presence checks): by default Python's compile; a command line's passes its disk cache's (`load`)."""
+        self._compile_python = compile_python
         self.config = config or Config()
         self.intree = intree or InTree()  # the user's ValidatingAdmissionPolicies (engine/vap.py)
         self.policies = [p for p in policies if self.config.settings(p.id).enabled]
@@ -81,7 +85,7 @@ class Engine:
         config = load_config(config_path, own_namespace, checks)
         policies, intree = load_all(list(policy_paths or [BUILTIN_POLICY_DIR]), config.params(), checks,
                                     config.cel_limits)
-        return cls(policies, config, intree)
+        return cls(policies, config, intree, checks.compile if cache is not None else None)
 
     def action_of(self, policy_id: str) -> Optional[str]:
         """The configured action of an enabled policy, None when it is disabled."""
@@ -253,7 +257,7 @@ class Engine:
                     if place is None:  # the container policies that take such a container, each with its plan
                         place = places[key] = Place(tuple((p, with_spec if has_spec else without_spec)
                                                           for p, with_spec, without_spec in containers
-                                                          if p.takes(container)))
+                                                          if p.takes(container)), self._compile_python)
                     if place.entries:
                         run_place(self, context, scope, place, container.pointer, template, container, position,
                                   deadline)
@@ -269,9 +273,10 @@ class Engine:
         layout = self._layouts.get(key)
         if layout is None:
             objects = Place(tuple((p, self._plan(p, "object", classes, False)) for p in chosen
-                                  if p.target == "object"))
+                                  if p.target == "object"), self._compile_python)
             pods = Place(tuple((p, self._plan(p, "pod", classes, True)) for p in chosen
-                               if p.target == "pod" or p.id in self._pod_rules))  # a container policy's pod rules too
+                               if p.target == "pod" or p.id in self._pod_rules),  # a container policy's pod rules too
+                         self._compile_python)
             containers = tuple((p, self._plan(p, "container", classes, True), self._plan(p, "container", classes, False))
                                for p in chosen if p.target == "container")
             layout = (objects, pods, containers, policy_reads(chosen), ({}, {}))  # places without, with a pod spec
