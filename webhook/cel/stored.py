@@ -34,13 +34,27 @@ _IMPORTED = ("../k8s/quotascope.py", "../k8s/versions.py", "../model/quantity.py
 
 
 @lru_cache(maxsize=1)
+def _package_hash() -> Any:
+    hashed = hashlib.sha256()
+    for path in sorted(glob.glob(os.path.join(_HERE, "*.py"))):
+        with open(path, "rb") as handle:
+            hashed.update(os.path.basename(path).encode() + b"\0" + handle.read() + b"\0")
+    return hashed
+
+
+def package_hash() -> Any:
+    """sha256 fed with each webhook/cel/*.py in sorted order (its name, NUL, its text, NUL): what both this
+    module's `identity` and the checker's (language/celrecord.py) start from, read once per process."""
+    return _package_hash().copy()
+
+
+@lru_cache(maxsize=1)
 def identity() -> str:
     """A digest of the code that generates programs and of the code their constants come from."""
-    hashed = hashlib.sha256()
-    paths = sorted(glob.glob(os.path.join(_HERE, "*.py"))) + [os.path.join(_HERE, name) for name in _IMPORTED]
-    for path in paths:
-        with open(path, "rb") as handle:
-            hashed.update(os.path.relpath(path, _HERE).encode() + b"\0" + handle.read() + b"\0")
+    hashed = package_hash()
+    for name in _IMPORTED:
+        with open(os.path.join(_HERE, name), "rb") as handle:
+            hashed.update(name.encode() + b"\0" + handle.read() + b"\0")
     return hashed.hexdigest()
 
 
