@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 from functools import partial
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Iterable, Optional
 
 from webhook.cel.environment import new_context
 from webhook.engine import mutation
@@ -44,11 +44,7 @@ __all__ = ["BudgetExceeded", "Engine"]
 class Engine:
     """A policy set plus its config, ready to evaluate and to mutate."""
 
-    def __init__(self, policies: list[Policy], config: Optional[Config] = None, intree: Optional[InTree] = None,
-                 compile_python: Optional[Callable] = None):
-        """`compile_python(python, filename) -> code` compiles the Python the engine generates (planning.Place's
-        presence checks): by default Python's compile; a command line's passes its disk cache's (`load`)."""
-        self._compile_python = compile_python
+    def __init__(self, policies: list[Policy], config: Optional[Config] = None, intree: Optional[InTree] = None):
         self.config = config or Config()
         self.intree = intree or InTree()  # the user's ValidatingAdmissionPolicies (engine/vap.py)
         self.policies = [p for p in policies if self.config.settings(p.id).enabled]
@@ -85,7 +81,7 @@ class Engine:
         config = load_config(config_path, own_namespace, checks)
         policies, intree = load_all(list(policy_paths or [BUILTIN_POLICY_DIR]), config.params(), checks,
                                     config.cel_limits)
-        return cls(policies, config, intree, checks.compile if cache is not None else None)
+        return cls(policies, config, intree)
 
     def action_of(self, policy_id: str) -> Optional[str]:
         """The configured action of an enabled policy, None when it is disabled."""
@@ -257,7 +253,7 @@ class Engine:
                     if place is None:  # the container policies that take such a container, each with its plan
                         place = places[key] = Place(tuple((p, with_spec if has_spec else without_spec)
                                                           for p, with_spec, without_spec in containers
-                                                          if p.takes(container)), self._compile_python)
+                                                          if p.takes(container)))
                     if place.entries:
                         run_place(self, context, scope, place, container.pointer, template, container, position,
                                   deadline)
@@ -273,10 +269,9 @@ class Engine:
         layout = self._layouts.get(key)
         if layout is None:
             objects = Place(tuple((p, self._plan(p, "object", classes, False)) for p in chosen
-                                  if p.target == "object"), self._compile_python)
+                                  if p.target == "object"))
             pods = Place(tuple((p, self._plan(p, "pod", classes, True)) for p in chosen
-                               if p.target == "pod" or p.id in self._pod_rules),  # a container policy's pod rules too
-                         self._compile_python)
+                               if p.target == "pod" or p.id in self._pod_rules))  # a container policy's pod rules too
             containers = tuple((p, self._plan(p, "container", classes, True), self._plan(p, "container", classes, False))
                                for p in chosen if p.target == "container")
             layout = (objects, pods, containers, policy_reads(chosen), ({}, {}))  # places without, with a pod spec

@@ -55,6 +55,7 @@ class Plan:
     checks: tuple = ()
     needs: tuple = ()  # per rule, the bit mask of the checks it requires
     chosen: dict = field(default_factory=dict, compare=False)
+    held: Optional[Callable] = field(default=None, compare=False)  # (obj, pod, podMeta, container) -> the bits
     # Some rule here reads the policy's named `variables` (and it has some): only then are they bound (a policy
     # whose container rules read none, image-digest, pays nothing per container for its pod-level ones).
     binds: bool = True
@@ -68,6 +69,7 @@ class Plan:
         checks = tuple(dict.fromkeys(check for rule in rules for check in rule.presence))
         needs = tuple(sum(1 << checks.index(check) for check in set(rule.presence)) for rule in rules)
         return cls(rules=rules, guarded=bool(checks), checks=checks, needs=needs,
+                   held=_held(checks) if checks else None,
                    binds=bool(policy.named) and any("variables" in rule.variables for rule in rules),
                    steps=tuple(Step(rule) for rule in rules))
 
@@ -81,12 +83,10 @@ class Plan:
         return found
 
     def active(self, obj: dict, template: Optional[PodTemplate], container: Optional[Container]) -> tuple:
-        """The rules whose has() guards hold on this object, its checks compiled for this call: the engine runs
-        the tests of a whole Place (below) instead, so a plan compiles none of its own (that was 16 of the 18
-        Python compiles of a one-file audit, bench/RESULTS.md)."""
+        """The rules whose has() guards hold on this object."""
         if not self.guarded:
             return self.rules
-        held = _held(self.checks)(obj, template.spec if template else None, template.metadata if template else None,
+        held = self.held(obj, template.spec if template else None, template.metadata if template else None,
                          container.obj if container else None)
         return tuple(step.rule for step in self.running(held))
 
@@ -102,12 +102,10 @@ class Place:
 
     __slots__ = ("entries", "checks", "held", "chosen", "always")
 
-    def __init__(self, entries: tuple, compile_python: Optional[Callable] = None):
-        """`compile_python(python, filename) -> code`: Python's compile, or what answers it from the command line's
-        disk cache (language/checks.py `Checks.compile`)."""
+    def __init__(self, entries: tuple):
         self.entries = entries
         self.checks = tuple(dict.fromkeys(check for _, plan in entries for check in plan.checks))
-        self.held = _held(self.checks, compile_python) if self.checks else None  # (obj, pod, podMeta, container) -> bits
+        self.held = _held(self.checks) if self.checks else None  # (obj, pod, podMeta, container) -> the bits
         self.chosen: dict = {}
         self.always = None if self.checks else self.runs(0)  # no tests: the one outcome
 
@@ -130,7 +128,7 @@ class Place:
 _ROOTS = {"container": "c", "pod": "p", "podMeta": "m"}  # any other variable: the object itself
 
 
-def _held(checks: tuple, compile_python: Optional[Callable] = None) -> Callable:
+def _held(checks: tuple) -> Callable:
     """One Python function that tests every (variable, field path) of `checks` as CEL's has() sees it (each step a
     map that holds the next name) and answers bit i set when check i holds: no loop and no call per check. A check
     (variable, field path, f) is `path.exists(v, has(v.f))` (language/guards.py): its bit is clear only where CEL
@@ -150,10 +148,8 @@ def _held(checks: tuple, compile_python: Optional[Callable] = None) -> Callable:
                      f"all(isinstance(v, dict) and {field[0]!r} not in v for v in {node}))"]
         lines.append(f"    if {' and '.join(tests) or 'True'}: bits |= {1 << bit}")
     lines.append("    return bits")
-    python = "\n".join(lines)
-    code = compile_python(python, "<presence checks>") if compile_python else compile(python, "<presence checks>", "exec")
     namespace: dict = {}
-    exec(code, namespace)  # our own source, from field names
+    exec(compile("\n".join(lines), "<presence checks>", "exec"), namespace)  # our own source, from field names
     return namespace["held"]
 
 
