@@ -1,6 +1,6 @@
 """What the command line keeps on disk between runs, the way Python keeps `.pyc` files.
 
-Two things are worth keeping, both measured (bench/RESULTS.md):
+Three things are worth keeping, each measured (bench/RESULTS.md):
 
 - **Compiled CEL programs.** Python's own `compile()` of the generated source
   is most of what a program costs to build (the built-in bundle's ~270
@@ -8,6 +8,11 @@ Two things are worth keeping, both measured (bench/RESULTS.md):
   generate the source). A one-shot `aiadmit audit` or pre-commit hook paid it
   in every process, each worker of a parallel audit again; reading the
   marshalled code back costs about 5 µs a program.
+- **Generated CEL programs.** Parsing each expression and generating its
+  Python cost 5.5 % of a warm one-file audit's instructions and 4.8 % of the
+  corpus x10's (bench/RESULTS.md, 2026-12-07): the generated program (source,
+  code and constants, cel/stored.py) is kept too, by a key of everything it
+  was generated from and a digest of the CEL package, and read back whole.
 - **What checks found.** Checking the bundle's policies and the config against
   their JSON Schema costs 0.025 s, and importing `jsonschema` to do it 0.05 s;
   checking every CEL expression with the reference library 0.02 s, and loading
