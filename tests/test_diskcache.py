@@ -161,7 +161,7 @@ def test_a_changed_compiler_misses(tmp_path):
         added = [path for path in set(entries(tmp_path / "cache")) - before if f"{os.sep}program{os.sep}" in path]
         runs.append((run.returncode, run.stdout, len(added)))
     assert runs[0][2] > 0 and runs[1][2] == runs[0][2] == runs[2][2], runs  # every program generated again
-    assert runs[0][:2] == runs[1][:2] == runs[2][:2]
+    assert runs[0][:2] == runs[1][:2] == runs[2][:2] and "1 denied" in runs[0][1]
 
 
 def test_an_unwritable_cache_turns_itself_off_without_an_error(tmp_path):
