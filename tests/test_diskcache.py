@@ -1,8 +1,11 @@
 """The command line's disk cache: the same programs and the same load errors, fewer compiles and checks, never an
 error of its own."""
 
+import hashlib
 import json
+import marshal
 import os
+import shutil
 import subprocess
 import sys
 
@@ -11,8 +14,11 @@ import pytest
 from webhook.language.checks import Checks
 from webhook.language.config import ConfigError, load_config
 from webhook.app.diskcache import DiskCache, default_directory
-from webhook.cel.environment import FUNCTIONS
-from webhook.cel.compiler import compile_native
+from webhook.cel import stored
+from webhook.cel.environment import FUNCTIONS, Activation
+from webhook.cel.compiler import BUILTINS, compile_native
+from webhook.cel.runtime import UInt
+from webhook.cel.values import Variables
 from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.language.loader import load_policies
 from webhook.language.policy import PolicyLoadError
@@ -39,7 +45,7 @@ def test_a_second_compile_is_read_back_and_behaves_the_same(tmp_path):
     first = DiskCache(str(tmp_path))
     programs = [compile_native(source, FUNCTIONS, first) for source, _, _ in EXPRESSIONS]
     assert (first.hits, first.misses) == (0, len(EXPRESSIONS))
-    assert len(entries(tmp_path)) == len(EXPRESSIONS)
+    assert len(entries(tmp_path / "code")) == len(entries(tmp_path / "program")) == len(EXPRESSIONS)
 
     second = DiskCache(str(tmp_path))
     again = [compile_native(source, FUNCTIONS, second) for source, _, _ in EXPRESSIONS]
@@ -57,20 +63,105 @@ def test_a_changed_expression_misses(tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "empty"])
-def test_a_damaged_entry_is_compiled_again_and_rewritten(tmp_path, damage):
+@pytest.mark.parametrize("kind", ["code", "program"])
+def test_a_damaged_entry_is_made_again_and_rewritten(tmp_path, damage, kind):
     source, variables, expected = EXPRESSIONS[1]
     compile_native(source, FUNCTIONS, DiskCache(str(tmp_path)))
-    [path] = entries(tmp_path)
+    [path] = entries(tmp_path / kind)
     data = open(path, "rb").read()
     damaged = {"truncate": data[: len(data) // 2], "flip": data[:-1] + bytes([data[-1] ^ 0xFF]), "empty": b""}[damage]
     open(path, "wb").write(damaged)
+    if kind == "code":  # a kept program is never compiled again: without it the damaged code is read
+        [program_entry] = entries(tmp_path / "program")
+        os.remove(program_entry)
 
     cache = DiskCache(str(tmp_path))
     program = compile_native(source, FUNCTIONS, cache)
-    assert (cache.hits, cache.misses) == (0, 1)
+    # a damaged program is generated again, its code read from the cache; damaged code is compiled again
+    assert (cache.hits, cache.misses) == ((0, 1) if kind == "code" else (1, 0))
     assert program.execute(dict(variables)) == expected
     assert open(path, "rb").read() == data  # rewritten whole
     assert DiskCache(str(tmp_path)).compile(program.python, f"<cel {source[:60]!r}>") is not None
+    again = DiskCache(str(tmp_path))
+    assert compile_native(source, FUNCTIONS, again).execute(dict(variables)) == expected
+    assert (again.hits, again.misses) == (1, 0)  # the program read back whole
+
+
+def test_a_foreign_program_entry_is_a_miss(tmp_path):
+    # Entries whose digest matches but whose content is not a program this compiler wrote (another shape, a name no
+    # table holds, data where a code object belongs): each is generated again, and the program behaves.
+    source, variables, expected = EXPRESSIONS[3]
+    compile_native(source, FUNCTIONS, DiskCache(str(tmp_path)))
+    [path] = entries(tmp_path / "program")
+    python, code, extras = marshal.loads(open(path, "rb").read()[32:])
+    named = tuple((name, "n", "f:no-such-function") if tag == "n" else (name, tag, value)
+                  for name, tag, value in extras)
+    assert named != extras  # the program holds a function by name
+    for payload in (marshal.dumps(("x",)), marshal.dumps(42), marshal.dumps((python, code, named)),
+                    marshal.dumps((python, "not code", extras)), marshal.dumps((python, code, ((1, "?", 2),)))):
+        open(path, "wb").write(hashlib.sha256(payload).digest() + payload)
+        cache = DiskCache(str(tmp_path))
+        program = compile_native(source, FUNCTIONS, cache)
+        assert program.execute(dict(variables)) == expected
+        assert cache.misses == 0  # generated again, Python's compile answered by the cache
+        assert marshal.loads(open(path, "rb").read()[32:])[2] == extras  # rewritten with what was generated
+
+
+def test_a_changed_inlined_variable_or_qualified_name_misses(tmp_path):
+    cache = DiskCache(str(tmp_path))
+    for value in ("1", "2", "1"):
+        program = compile_native("variables.a + 1", FUNCTIONS, cache, inline={"a": value})
+        context = Activation()
+        context["variables"] = Variables({}, context)
+        assert program.execute(context) == int(value) + 1
+    assert (cache.hits, cache.misses) == (1, 2)
+    compile_native("a.b", FUNCTIONS, cache)
+    assert compile_native("a.b", FUNCTIONS, cache, frozenset({"a.b"})).execute({"a.b": 7}) == 7
+    assert (cache.hits, cache.misses) == (1, 4)
+
+
+def test_a_program_with_a_constant_that_cannot_be_kept_is_not_kept():
+    code = compile("x = 1", "<test>", "exec")
+    assert stored.encode("x = 1", code, {"k1": lambda value: value}, FUNCTIONS, BUILTINS) is None
+    assert stored.encode("x = 1", code, {"k1": UInt(3)}, FUNCTIONS, BUILTINS) is None  # marshal would read an int
+    kept = stored.encode("x = 1", code, {"k1": FUNCTIONS["quantity"], "k2": [1, {"a": None}]}, FUNCTIONS, BUILTINS)
+    python, again, extras = stored.decode(kept, FUNCTIONS, BUILTINS)
+    assert extras == {"k1": FUNCTIONS["quantity"], "k2": [1, {"a": None}]} and again == code
+
+
+def test_the_webhook_keeps_and_loads_no_program():
+    # A server's checks have no cache: every program it runs is generated in the process (app/diskcache.py).
+    checks = Checks()
+    assert checks.recall_program("any", "key") is None
+    checks.remember_program("any", "key", data=b"")
+    program = compile_native("1 + 1", FUNCTIONS, checks)
+    assert program.execute({}) == 2
+
+
+PYTORCHJOB = os.path.join(CORPUS, "kubeflow__training-operator", "examples__pytorch__mnist__v1__pytorch_job_mnist_nccl.yaml")
+
+
+def test_a_changed_compiler_misses(tmp_path):
+    # A copy of the package whose compiler differs by a comment, and one whose quantity code (read by generated
+    # programs' constants) does: each generates every program again into the same cache, with the same report.
+    runs = []
+    for change in (None, "cel/compiler.py", "model/quantity.py"):
+        tree = tmp_path / f"tree-{len(runs)}"
+        shutil.copytree(os.path.dirname(os.path.dirname(stored.__file__)), tree / "webhook",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(BUILTIN_POLICY_DIR, tree / "policies")
+        if change:
+            with open(tree / "webhook" / change, "a") as handle:
+                handle.write("# changed\n")
+        env = dict(os.environ, AIADMIT_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(tree))
+        env.pop("AIADMIT_NO_CACHE", None)
+        before = set(entries(tmp_path / "cache"))
+        run = subprocess.run([sys.executable, "-m", "webhook", "audit", PYTORCHJOB],
+                             capture_output=True, text=True, timeout=300, env=env, cwd=str(tree))
+        added = [path for path in set(entries(tmp_path / "cache")) - before if f"{os.sep}program{os.sep}" in path]
+        runs.append((run.returncode, run.stdout, len(added)))
+    assert runs[0][2] > 0 and runs[1][2] == runs[0][2] == runs[2][2], runs  # every program generated again
+    assert runs[0][:2] == runs[1][:2] == runs[2][:2] and "1 denied" in runs[0][1]
 
 
 def test_an_unwritable_cache_turns_itself_off_without_an_error(tmp_path):

@@ -1,6 +1,6 @@
 """What the command line keeps on disk between runs, the way Python keeps `.pyc` files.
 
-Two things are worth keeping, both measured (bench/RESULTS.md):
+Three things are worth keeping, each measured (bench/RESULTS.md):
 
 - **Compiled CEL programs.** Python's own `compile()` of the generated source
   is most of what a program costs to build (the built-in bundle's ~270
@@ -8,6 +8,11 @@ Two things are worth keeping, both measured (bench/RESULTS.md):
   generate the source). A one-shot `aiadmit audit` or pre-commit hook paid it
   in every process, each worker of a parallel audit again; reading the
   marshalled code back costs about 5 µs a program.
+- **Generated CEL programs.** Parsing each expression and generating its
+  Python cost 5.5 % of a warm one-file audit's instructions and 4.8 % of the
+  corpus x10's (bench/RESULTS.md, 2026-12-07): the generated program (source,
+  code and constants, cel/stored.py) is kept too, by a key of everything it
+  was generated from and a digest of the CEL package, and read back whole.
 - **What checks found.** Checking the bundle's policies and the config against
   their JSON Schema costs 0.025 s, and importing `jsonschema` to do it 0.05 s;
   checking every CEL expression with the reference library 0.02 s, and loading
@@ -72,17 +77,34 @@ class DiskCache:
         return code
 
     def _read_code(self, path: str) -> Optional[CodeType]:
-        data = self._read(path)
-        if data is None:
+        payload = self._read_checked(path)
+        if payload is None:
             return None
-        digest, payload = data[:_DIGEST], data[_DIGEST:]
-        if len(digest) != _DIGEST or hashlib.sha256(payload).digest() != digest:
-            return None  # torn or foreign: compiled again and overwritten
         try:
             code = marshal.loads(payload)
         except (ValueError, EOFError, TypeError):
             return None
         return code if isinstance(code, CodeType) else None
+
+    def _read_checked(self, path: str) -> Optional[bytes]:
+        data = self._read(path)
+        if data is None:
+            return None
+        digest, payload = data[:_DIGEST], data[_DIGEST:]
+        if len(digest) != _DIGEST or hashlib.sha256(payload).digest() != digest:
+            return None  # torn or foreign: made again and overwritten
+        return payload
+
+    # ------------------------------------------------------------------ generated programs
+    def recall_program(self, *key: str) -> Optional[bytes]:
+        """A generated program (cel/stored.py's bytes) kept under `key`, or None."""
+        found = self._read_checked(self._path("program", *key)) if self.enabled else None
+        self.hits += found is not None  # an entry read whole (cel/stored.py may still find it foreign: a miss)
+        return found
+
+    def remember_program(self, *key: str, data: bytes) -> None:
+        if self.enabled:
+            self._write(self._path("program", *key), hashlib.sha256(data).digest() + data)
 
     # ------------------------------------------------------------------ what a check found
     def recall(self, *key: str) -> Optional[bytes]:

@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Any, Callable, Mapping, Optional
 
 from webhook.cel import conversions as cv
-from webhook.cel import fastpaths, messages
+from webhook.cel import fastpaths, messages, stored
 from webhook.cel import runtime as rt, sums
 from webhook.cel.comprehensions import Comprehensions
 from webhook.cel.folding import fold
@@ -80,9 +80,18 @@ def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = 
     program call of its own.
 
     `cache.compile(python, filename)`, when given (language/checks.py), may answer Python's compile of the
-    generated source from the command line's disk cache. `qualified`: the dotted variable names (`a.b.c`) the
+    generated source from the command line's disk cache, and `cache.recall_program` the whole program generated
+    before from the same key (cel/stored.py). `qualified`: the dotted variable names (`a.b.c`) the
     checker resolved in `source`, read as one variable each (CEL's qualified-name resolution, longest first).
     """
+    key = ("native", source, "\0".join(sorted(qualified)), stored.inline_key(inline), stored.functions_key(functions)) \
+        if hasattr(cache, "recall_program") else None
+    found = stored.recall(cache, key, functions, BUILTINS)
+    if found is not None:
+        python, code, extras = found
+        namespace = dict(HELPERS, **fastpaths.NAMESPACE, **extras)
+        exec(code, namespace)  # what this compiler generated from the same key (cel/stored.py)
+        return Program(source, namespace["cel"], python)
     generator, body, result = generate(source, functions, qualified, inline)
     free = frozenset(generator.free)
     python = "\n".join([
@@ -101,6 +110,7 @@ def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = 
     except (SyntaxError, RecursionError) as exc:  # e.g. more nested blocks than Python allows
         raise Unsupported(f"too deeply nested for the native compiler: {exc}") from None
     exec(code, namespace)  # our own generated source, built from a parsed tree: no user text is executed
+    stored.remember(cache, key, python, code, dict(generator.constants, _FREE=free), functions, BUILTINS)
     return Program(source, namespace["cel"], python)
 
 

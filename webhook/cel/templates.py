@@ -11,10 +11,11 @@ variables for the errors a named variable keeps (cel/values.py), "?" for any err
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from webhook.cel import fastpaths
-from webhook.cel.compiler import HELPERS, Unsupported, generate
+from webhook.cel import fastpaths, stored
+from webhook.cel.compiler import BUILTINS, HELPERS, Unsupported, generate
 
 
 def display(value: Any) -> str:
@@ -35,16 +36,25 @@ def compile_template(texts: Sequence[str], segments: Sequence[tuple[str, frozens
 
     Unsupported (or the parser's ParseError) when a segment needs the reference library or the whole is too deep
     for Python: the caller then renders segment by segment, as each expression's own program would.
-    `cache.compile(python, filename)` may answer Python's compile (language/checks.py)."""
+    `cache.compile(python, filename)` may answer Python's compile (language/checks.py), and
+    `cache.recall_program` the whole function generated before from the same key (cel/stored.py)."""
+    key = ("message", json.dumps(list(texts)), json.dumps([[source, sorted(qualified), stored.inline_key(inline)]
+                                                           for source, qualified, inline in segments]),
+           stored.functions_key(functions)) if hasattr(cache, "recall_program") else None
+    found = stored.recall(cache, key, functions, BUILTINS)
+    if found is not None:
+        python, code, extras = found
+        return _function(python, code, dict(HELPERS, **fastpaths.NAMESPACE, _display=display, **extras))
     lines = ["def render(A):"]
     namespace: dict[str, Any] = dict(HELPERS, **fastpaths.NAMESPACE, _display=display)
+    extras: dict[str, Any] = {}
     count = 0
     for position, (source, qualified, inline) in enumerate(segments, 1):
         free = f"_FREE{position}"
         generator, body, result = generate(source, functions, qualified, inline, count, free)
         count = generator.count
-        namespace.update(generator.constants)
-        namespace[free] = frozenset(generator.free)
+        extras.update(generator.constants)
+        extras[free] = frozenset(generator.free)
         value = f"_m{position}"
         lines += ["    _n = 0", "    try:", *body, f"        {value} = {result}", "    except Exception:",
                   f"        {value} = '?'", f"    if type({value}) is not str: {value} = _display({value})"]
@@ -55,6 +65,11 @@ def compile_template(texts: Sequence[str], segments: Sequence[tuple[str, frozens
         code = cache.compile(python, filename) if cache is not None else compile(python, filename, "exec")
     except (SyntaxError, RecursionError) as exc:  # e.g. more nested blocks than Python allows
         raise Unsupported(f"too deeply nested for the native compiler: {exc}") from None
+    stored.remember(cache, key, python, code, extras, functions, BUILTINS)
+    return _function(python, code, dict(namespace, **extras))
+
+
+def _function(python: str, code: Any, namespace: dict) -> Callable[[Mapping], str]:
     exec(code, namespace)  # our own generated source, built from parsed trees: no user text is executed
     render = namespace["render"]
     render.python = python  # the generated source, for whoever debugs a message

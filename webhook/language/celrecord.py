@@ -13,7 +13,6 @@ expression is checked.
 from __future__ import annotations
 
 import dataclasses
-import glob
 import hashlib
 import json
 import os
@@ -23,19 +22,19 @@ from typing import Any, Mapping, Optional
 from webhook.cel.checker import Struct
 from webhook.cel.cost import Limits
 from webhook.cel.environment import CelError
+from webhook.cel.stored import package_hash
 from webhook.language import declarations as _declarations
 
-_SOURCES = (os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cel", "*.py"),
-            os.path.abspath(_declarations.__file__))
+_DECLARATIONS = os.path.abspath(_declarations.__file__)  # after webhook/cel/ in sorted order (the key's formula)
 
 
 @lru_cache(maxsize=1)
 def checker_identity() -> str:
-    """A digest of the code that decides a check: webhook/cel/*.py and language/declarations.py."""
-    hashed = hashlib.sha256()
-    for path in sorted(p for pattern in _SOURCES for p in glob.glob(pattern)):
-        with open(path, "rb") as handle:
-            hashed.update(os.path.basename(path).encode() + b"\0" + handle.read() + b"\0")
+    """A digest of the code that decides a check: webhook/cel/*.py and language/declarations.py, in sorted order
+    (each its file name, NUL, its text, NUL); the CEL files' part is cel/stored.py's, read once for both."""
+    hashed = package_hash()
+    with open(_DECLARATIONS, "rb") as handle:
+        hashed.update(os.path.basename(_DECLARATIONS).encode() + b"\0" + handle.read() + b"\0")
     return hashed.hexdigest()
 
 

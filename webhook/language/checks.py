@@ -100,6 +100,17 @@ class Checks:
         return ("schema", schema_text, _identity("jsonschema"), place, text)
 
     # ------------------------------------------------------------------ compiled programs
+    def recall_program(self, *key: Any) -> Optional[bytes]:
+        """A program the native compiler generated before from `key` (cel/stored.py), or None. Without a cache
+        (the webhook) there is none: a server generates every program itself."""
+        if self.cache is None:
+            return None
+        return self.cache.recall_program(*key)
+
+    def remember_program(self, *key: Any, data: bytes) -> None:
+        if self.cache is not None:
+            self.cache.remember_program(*key, data=data)
+
     def compile(self, python: str, filename: str) -> CodeType:
         """Python's compile of a generated CEL program, answered by the cache when it holds it."""
         if self.cache is not None:
