@@ -50,6 +50,8 @@ _DIGEST = 32  # sha256
 class DiskCache:
     """Code objects by the source they were compiled from, and digests of what passed a check; a file each."""
 
+    keeps_programs = True  # the compilers compute a program's key only for a cache that keeps programs
+
     def __init__(self, directory: str):
         self.directory = directory
         self.enabled = True

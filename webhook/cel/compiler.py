@@ -85,7 +85,7 @@ def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = 
     checker resolved in `source`, read as one variable each (CEL's qualified-name resolution, longest first).
     """
     key = ("native", source, "\0".join(sorted(qualified)), stored.inline_key(inline), stored.functions_key(functions)) \
-        if hasattr(cache, "recall_program") else None
+        if getattr(cache, "keeps_programs", False) else None
     found = stored.recall(cache, key, functions, BUILTINS)
     if found is not None:
         python, code, extras = found

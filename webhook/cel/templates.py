@@ -40,7 +40,7 @@ def compile_template(texts: Sequence[str], segments: Sequence[tuple[str, frozens
     `cache.recall_program` the whole function generated before from the same key (cel/stored.py)."""
     key = ("message", json.dumps(list(texts)), json.dumps([[source, sorted(qualified), stored.inline_key(inline)]
                                                            for source, qualified, inline in segments]),
-           stored.functions_key(functions)) if hasattr(cache, "recall_program") else None
+           stored.functions_key(functions)) if getattr(cache, "keeps_programs", False) else None
     found = stored.recall(cache, key, functions, BUILTINS)
     if found is not None:
         python, code, extras = found

@@ -100,6 +100,12 @@ class Checks:
         return ("schema", schema_text, _identity("jsonschema"), place, text)
 
     # ------------------------------------------------------------------ compiled programs
+    @property
+    def keeps_programs(self) -> bool:
+        """Whether generated programs are kept: only with the command line's cache, so that a server (no cache)
+        spends nothing on their keys."""
+        return self.cache is not None
+
     def recall_program(self, *key: Any) -> Optional[bytes]:
         """A program the native compiler generated before from `key` (cel/stored.py), or None. Without a cache
         (the webhook) there is none: a server generates every program itself."""
