@@ -86,32 +86,23 @@ def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = 
     """
     key = ("native", source, "\0".join(sorted(qualified)), stored.inline_key(inline), stored.functions_key(functions)) \
         if getattr(cache, "keeps_programs", False) else None
-    found = stored.recall(cache, key, functions, BUILTINS)
-    if found is not None:
-        python, code, extras = found
-        namespace = dict(HELPERS, **fastpaths.NAMESPACE, **extras)
-        exec(code, namespace)  # what this compiler generated from the same key (cel/stored.py)
-        return Program(source, namespace["cel"], python)
-    generator, body, result = generate(source, functions, qualified, inline)
-    free = frozenset(generator.free)
-    python = "\n".join([
-        "def cel(A):",
-        "    _n = 0",  # comprehension steps taken: the run-time bound (runtime.MAX_STEPS)
-        "    try:",
-        *body,
-        f"        return {result}",
-        "    except Exception as _exc:",
-        "        raise _translate(_exc, A, _FREE) from None",
-    ])
-    namespace = dict(HELPERS, **fastpaths.NAMESPACE, **generator.constants, _FREE=free)
-    try:
-        filename = f"<cel {source[:60]!r}>"
-        code = cache.compile(python, filename) if cache is not None else compile(python, filename, "exec")
-    except (SyntaxError, RecursionError) as exc:  # e.g. more nested blocks than Python allows
-        raise Unsupported(f"too deeply nested for the native compiler: {exc}") from None
-    exec(code, namespace)  # our own generated source, built from a parsed tree: no user text is executed
-    stored.remember(cache, key, python, code, dict(generator.constants, _FREE=free), functions, BUILTINS)
-    return Program(source, namespace["cel"], python)
+
+    def make() -> tuple[str, dict]:
+        generator, body, result = generate(source, functions, qualified, inline)
+        python = "\n".join([
+            "def cel(A):",
+            "    _n = 0",  # comprehension steps taken: the run-time bound (runtime.MAX_STEPS)
+            "    try:",
+            *body,
+            f"        return {result}",
+            "    except Exception as _exc:",
+            "        raise _translate(_exc, A, _FREE) from None",
+        ])
+        return python, dict(generator.constants, _FREE=frozenset(generator.free))
+
+    function, python = stored.load(cache, key, functions, BUILTINS, dict(HELPERS, **fastpaths.NAMESPACE), "cel",
+                                   f"<cel {source[:60]!r}>", make)
+    return Program(source, function, python)
 
 
 def generate(source: str, functions: Mapping[str, Callable], qualified: frozenset = frozenset(),

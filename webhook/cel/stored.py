@@ -25,7 +25,7 @@ from types import CodeType
 from typing import Any, Callable, Mapping, Optional
 
 from webhook.cel.messages import build
-from webhook.cel.runtime import TYPES
+from webhook.cel.runtime import TYPES, Unsupported
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # Modules outside webhook/cel/ that its code imports: with webhook/cel/*.py, all the code a generated program can
@@ -113,6 +113,28 @@ def functions_key(functions: Mapping[str, Callable]) -> str:
 def inline_key(inline: Optional[Mapping[str, str]]) -> str:
     """The named variables' sources a program inlines, spelt out in their order."""
     return json.dumps(list(inline.items())) if inline else ""
+
+
+def load(cache: Any, key: Optional[tuple], functions: Mapping[str, Callable], builtins: Mapping[str, tuple],
+         helpers: Mapping[str, Any], name: str, filename: str,
+         make: Callable[[], tuple[str, Mapping[str, Any]]]) -> tuple[Callable, str]:
+    """(the function `name` of a generated program, its Python source): recalled from `cache` under `key` when it
+    was kept there, else `make()` -> (source, the namespace entries it adds to `helpers`), compiled (by
+    `cache.compile(python, filename)` when the cache answers Python's compile, language/checks.py) and kept. What
+    cel/compiler.py and cel/templates.py share. Unsupported when the source is too deep for Python's compiler."""
+    found = recall(cache, key, functions, builtins)
+    if found is not None:
+        python, code, extras = found
+    else:
+        python, extras = make()
+        try:
+            code = cache.compile(python, filename) if cache is not None else compile(python, filename, "exec")
+        except (SyntaxError, RecursionError) as exc:  # e.g. more nested blocks than Python allows
+            raise Unsupported(f"too deeply nested for the native compiler: {exc}") from None
+        remember(cache, key, python, code, extras, functions, builtins)
+    namespace = dict(helpers, **extras)
+    exec(code, namespace)  # our own generated source, built from parsed trees: no user text is executed
+    return namespace[name], python
 
 
 def recall(cache: Any, key: Optional[tuple], functions: Mapping[str, Callable],

@@ -15,7 +15,7 @@ import json
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from webhook.cel import fastpaths, stored
-from webhook.cel.compiler import BUILTINS, HELPERS, Unsupported, generate
+from webhook.cel.compiler import BUILTINS, HELPERS, generate
 
 
 def display(value: Any) -> str:
@@ -41,37 +41,25 @@ def compile_template(texts: Sequence[str], segments: Sequence[tuple[str, frozens
     key = ("message", json.dumps(list(texts)), json.dumps([[source, sorted(qualified), stored.inline_key(inline)]
                                                            for source, qualified, inline in segments]),
            stored.functions_key(functions)) if getattr(cache, "keeps_programs", False) else None
-    found = stored.recall(cache, key, functions, BUILTINS)
-    if found is not None:
-        python, code, extras = found
-        return _function(python, code, dict(HELPERS, **fastpaths.NAMESPACE, _display=display, **extras))
-    lines = ["def render(A):"]
-    namespace: dict[str, Any] = dict(HELPERS, **fastpaths.NAMESPACE, _display=display)
-    extras: dict[str, Any] = {}
-    count = 0
-    for position, (source, qualified, inline) in enumerate(segments, 1):
-        free = f"_FREE{position}"
-        generator, body, result = generate(source, functions, qualified, inline, count, free)
-        count = generator.count
-        extras.update(generator.constants)
-        extras[free] = frozenset(generator.free)
-        value = f"_m{position}"
-        lines += ["    _n = 0", "    try:", *body, f"        {value} = {result}", "    except Exception:",
-                  f"        {value} = '?'", f"    if type({value}) is not str: {value} = _display({value})"]
-    lines += _join(texts)
-    python = "\n".join(lines)
-    filename = f"<message {texts[0][:40]!r}>"
-    try:
-        code = cache.compile(python, filename) if cache is not None else compile(python, filename, "exec")
-    except (SyntaxError, RecursionError) as exc:  # e.g. more nested blocks than Python allows
-        raise Unsupported(f"too deeply nested for the native compiler: {exc}") from None
-    stored.remember(cache, key, python, code, extras, functions, BUILTINS)
-    return _function(python, code, dict(namespace, **extras))
 
+    def make() -> tuple[str, dict]:
+        lines = ["def render(A):"]
+        extras: dict[str, Any] = {}
+        count = 0
+        for position, (source, qualified, inline) in enumerate(segments, 1):
+            free = f"_FREE{position}"
+            generator, body, result = generate(source, functions, qualified, inline, count, free)
+            count = generator.count
+            extras.update(generator.constants)
+            extras[free] = frozenset(generator.free)
+            value = f"_m{position}"
+            lines.extend(["    _n = 0", "    try:", *body, f"        {value} = {result}", "    except Exception:",
+                          f"        {value} = '?'", f"    if type({value}) is not str: {value} = _display({value})"])
+        return "\n".join(lines + _join(texts)), extras
 
-def _function(python: str, code: Any, namespace: dict) -> Callable[[Mapping], str]:
-    exec(code, namespace)  # our own generated source, built from parsed trees: no user text is executed
-    render = namespace["render"]
+    render, python = stored.load(cache, key, functions, BUILTINS,
+                                 dict(HELPERS, **fastpaths.NAMESPACE, _display=display), "render",
+                                 f"<message {texts[0][:40]!r}>", make)
     render.python = python  # the generated source, for whoever debugs a message
     return render
 
