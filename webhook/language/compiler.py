@@ -234,8 +234,6 @@ def _unknown_kinds(raw_match: dict) -> list[tuple]:
     misspelling) unless the author says it is a CRD kind aiadmit does not list (`unknownKinds: allow`)."""
     if raw_match.get("unknownKinds") == "allow":
         return []
-    from difflib import get_close_matches
-
     from webhook.k8s.kindnames import known_kinds
 
     known, problems = known_kinds(), []
@@ -243,6 +241,7 @@ def _unknown_kinds(raw_match: dict) -> list[tuple]:
         for position, kind in enumerate(raw_match.get(key) or ()):
             if kind in known:
                 continue
+            from difflib import get_close_matches  # only for a kind it does not know: 0.4 % of a one-file audit
             close = get_close_matches(kind, sorted(known), n=1, cutoff=0.6) or \
                 [k for k in sorted(known) if k.lower() == str(kind).lower()]
             hint = f": did you mean {close[0]!r}?" if close else ""
