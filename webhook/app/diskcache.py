@@ -14,12 +14,13 @@ Five things are worth keeping, each measured (bench/RESULTS.md):
   code and constants, cel/stored.py) is kept too, by a key of everything it
   was generated from and a digest of the CEL package, and read back whole.
 - **What a policy's compile was answered.** Spelling the content key of each
-  of the bundle's 710 CEL checks to find its answer in the record was 6 % of a
-  warm one-file audit (bench/RESULTS.md, 2026-12-07): the answers one document's
-  compile got, in order, are kept under one key (language/transcript.py).
-- **Policy files' documents.** Reading the bundle's YAML was 7.7 % of a warm
-  one-file audit: a file holding only aiadmit Policy documents of plain data
-  is kept as JSON (language/parsed.py).
+  of the bundle's 710 CEL checks to find its answer in the record, and parsing
+  named variables for their constants, was 12 % of a warm one-file audit
+  (bench/RESULTS.md, 2026-12-07, h-startup): the answers one document's compile
+  got, in order, are kept under one key (language/transcript.py).
+- **Policy files' documents.** Reading the bundle's YAML was 64.5 M of a warm
+  one-file audit's 841 M instructions: a file holding only aiadmit Policy
+  documents of plain data is kept as JSON (language/parsed.py).
 - **What checks found.** Checking the bundle's policies and the config against
   their JSON Schema costs 0.025 s, and importing `jsonschema` to do it 0.05 s;
   checking every CEL expression with the reference library 0.02 s, and loading

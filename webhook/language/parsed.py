@@ -1,7 +1,7 @@
 """Policy files' documents as read before: what spares a command-line run reading the bundle's YAML again.
 
 Why: reading the 18 built-in policy files (libyaml calling back into Python for every node, go-yaml's scalar
-rules, the object checks) was 7.7 % of a warm one-file audit's instructions (bench/RESULTS.md, 2026-12-07), for
+rules, the object checks) was 64.5 M of a warm one-file audit's 841 M instructions (bench/RESULTS.md, 2026-12-07), for
 files that change only with the installation. The command line's disk cache keeps, per file, the documents it
 held as JSON, under a digest of the file's text and of the code that reads it (webhook/inputs/*.py,
 webhook/model/*.py, the kinds table and its checker, PyYAML's version).

@@ -2,12 +2,13 @@
 
 Why: a warm one-file audit still spelt a content key for every one of the bundle's 710 CEL checks (the source, its
 params, every declaration of its level, the limits; language/celrecord.py) to find each answer in the record, and
-parsed each named variable that reads a param to find its constants: 6 % of its instructions (bench/RESULTS.md,
-2026-12-07). For an unchanged document compiled by unchanged code, the checks asked and their answers are always
-the same, in the same order. So the command line's disk cache keeps, per document, the list of (source, answer)
-pairs its compile got, under one key: a digest of the document, the params it was compiled with, the cost limits,
-and the code that decides what is asked and answered (webhook/cel/*.py, webhook/language/*.py). The next compile
-of that document takes each answer in turn instead of checking.
+parsed each named variable that reads a param to find its constants: keeping what is below spares 12 % of its
+instructions (bench/RESULTS.md, 2026-12-07, h-startup). For an unchanged document compiled by unchanged code, the
+checks asked and their answers are always the same, in the same order. So the command line's disk cache keeps, per
+document, the list of (source, answer) pairs its compile got, under one key: a digest of the document, the params
+it was compiled with, the cost limits, and the code that decides what is asked and answered (webhook/cel/*.py and
+the modules it imports, webhook/language/*.py). The next compile of that document takes each answer in turn
+instead of checking.
 
 Fail safe: a transcript that is missing, torn (the cache checks a digest of each entry) or not this shape is a miss;
 a replay asked for a source other than the next one held raises `Diverged`, and the document is compiled again,
@@ -26,6 +27,7 @@ import os
 from functools import lru_cache
 from typing import Any, Optional
 
+from webhook.cel import stored
 from webhook.cel.environment import CelError
 from webhook.language import celrecord
 from webhook.language.checks import Checks
@@ -39,8 +41,10 @@ class Diverged(Exception):
 
 @lru_cache(maxsize=1)
 def _code_identity() -> str:
-    """The checker's identity (webhook/cel/*.py and declarations.py) and every webhook/language/*.py, digested."""
-    hashed = hashlib.sha256(celrecord.checker_identity().encode())
+    """The checker's identity (webhook/cel/*.py and declarations.py), the modules outside webhook/cel/ its code
+    imports (cel/stored.py's identity: the quantity and version code a constant's check runs), and every
+    webhook/language/*.py, digested."""
+    hashed = hashlib.sha256(celrecord.checker_identity().encode() + b"\0" + stored.identity().encode())
     for path in sorted(glob.glob(os.path.join(_HERE, "*.py"))):
         with open(path, "rb") as handle:
             hashed.update(os.path.basename(path).encode() + b"\0" + handle.read() + b"\0")
@@ -50,8 +54,8 @@ def _code_identity() -> str:
 def key(doc: Any, params_override: Any, limits: Any) -> str:
     """The digest a document's transcript is kept under: the code, the document, the params that override its own
     and the limits."""
-    spelt = json.dumps([_code_identity(), doc, params_override, dataclasses.astuple(limits) if limits is not None else None],
-                       sort_keys=True, default=repr)
+    limits_spelt = dataclasses.astuple(limits) if limits is not None else None
+    spelt = json.dumps([_code_identity(), doc, params_override, limits_spelt], sort_keys=True, default=repr)
     return hashlib.sha256(spelt.encode("utf-8", "surrogatepass")).hexdigest()
 
 
