@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import random
 
 import pytest
 
-from webhook.cel.environment import _code, conjuncts
 from webhook.engine.core import Engine
 from webhook.engine.planning import Plan, _held
 from webhook.inputs.sources import load_paths
@@ -148,34 +146,3 @@ def test_an_exists_has_guard_is_false_only_where_cel_is(volumes, may_hold):
     check = _held((("pod", ("volumes",), "image"),))  # (object, pod spec, pod metadata, container)
     assert bool(check({}, {"volumes": volumes}, {}, None)) is may_hold
     assert check({}, {}, {}, None) == 1  # the path absent: CEL's error (has() guards say absent), not Python's
-
-
-def _conjuncts_char_by_char(source: str) -> list[str]:
-    """The split conjuncts() makes, written the plain way: one character at a time over the masked source."""
-    masked = _code(source)
-    parts, depth, start, position = [], 0, 0, 0
-    while position < len(masked):
-        char = masked[position]
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif depth == 0 and masked.startswith("&&", position):
-            parts.append(source[start:position].strip())
-            start = position + 2
-            position += 1
-        position += 1
-    parts.append(source[start:].strip())
-    return parts
-
-
-def test_conjuncts_split_as_a_character_walk_would():
-    # Edge cases of brackets, strings and runs of `&` (an unbalanced text included: a conjunct is then whatever
-    # the walk gives, never an error), and 20,000 random texts over those characters.
-    sources = ["a && b", "a&&&b", "a &&&& b", "(a && b) && c", "'&&' && [x && y] && {1: z}", 'r"&&(" && b',
-               ") && a", "a && (", "&&", "", "a && b ? (c && d) : e && f", "'''a && b''' && c"]
-    generator = random.Random(25)
-    sources += ["".join(generator.choice("()[]{}&&& 'a\"x") for _ in range(generator.randint(0, 16)))
-                for _ in range(20_000)]
-    for source in sources:
-        assert conjuncts(source) == _conjuncts_char_by_char(source), source

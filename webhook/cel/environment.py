@@ -158,23 +158,21 @@ def _code(source: str) -> str:
 _PRESENCE = re.compile(r"^has\(\s*(container|pod|podMeta|object)((?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)+)\s*\)$")
 
 
-_STRUCTURE = re.compile(r"[()\[\]{}]|&&")  # what conjuncts() looks at: found by the regex engine, not char by char
-
-
 def conjuncts(source: str) -> list[str]:
     """The top-level `&&` operands of an expression (split outside brackets and strings)."""
     masked = _code(source)  # same length as the source: string contents can hold no bracket or `&&`
-    parts, depth, start = [], 0, 0
-    for found in _STRUCTURE.finditer(masked):
-        token = found.group()
-        if token == "&&":
-            if depth == 0:
-                parts.append(source[start:found.start()].strip())
-                start = found.end()
-        elif token in "([{":
+    parts, depth, start, position = [], 0, 0, 0
+    while position < len(masked):
+        char = masked[position]
+        if char in "([{":
             depth += 1
-        else:
+        elif char in ")]}":
             depth -= 1
+        elif depth == 0 and masked.startswith("&&", position):
+            parts.append(source[start:position].strip())
+            start = position + 2
+            position += 1
+        position += 1
     parts.append(source[start:].strip())
     return parts
 
