@@ -39,6 +39,8 @@ What is derived in the deployment (kustomize base, components, Helm chart), not 
    kind, so switching to in-tree needs no CRD change); the `in-tree` component adds the policies beside the
    webhook, with `components/in-tree/config.yaml`: the base config with `inTree: {skipExported: true}`. The chart's
    copies: `files/in-tree/exported.yaml` and `crds/policyparams.yaml` (chart value `inTree.mode`).
+9. `webhook/k8s/kinds.json`: `kinds.yaml` as JSON with the digest of its text, what the kinds table is read from
+   when that digest matches (webhook/k8s/kindnames.py).
 
 Usage: `python3 manifests/sync.py` rewrites what is stale and names it;
 `python3 manifests/sync.py --check` changes nothing and exits 1 if anything is
@@ -288,6 +290,11 @@ def stale() -> dict[str, bytes | None]:
         content = texts[what].encode()
         if not os.path.exists(path) or open(path, "rb").read() != content:
             changes[path] = content
+    from webhook.k8s.kindnames import KINDS_JSON, recorded_text
+
+    kinds = recorded_text().encode()
+    if not os.path.exists(KINDS_JSON) or open(KINDS_JSON, "rb").read() != kinds:
+        changes[KINDS_JSON] = kinds
     from webhook.app import bundlerecord
     from webhook.language.bundle import RECORD_FILE
 
@@ -305,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     for path, content in changes.items():
         rel = os.path.relpath(path, ROOT)
         if args.check:
-            source = ("webhook/k8s/kinds.yaml" if path in (WEBHOOKS, CHART_WEBHOOKS)
+            source = ("webhook/k8s/kinds.yaml" if path in (WEBHOOKS, CHART_WEBHOOKS) or path.endswith("kinds.json")
                       else "manifests/components/monitoring" if "monitoring" in path
                       else "policies/ and manifests/base/config.yaml (aiadmit export)" if path in IN_TREE_FILES
                       else "manifests/base/crds.yaml" if path.endswith("crds.yaml")

@@ -1,6 +1,6 @@
 """What the command line keeps on disk between runs, the way Python keeps `.pyc` files.
 
-Three things are worth keeping, each measured (bench/RESULTS.md):
+Five things are worth keeping, each measured (bench/RESULTS.md):
 
 - **Compiled CEL programs.** Python's own `compile()` of the generated source
   is most of what a program costs to build (the built-in bundle's ~270
@@ -13,6 +13,14 @@ Three things are worth keeping, each measured (bench/RESULTS.md):
   corpus x10's (bench/RESULTS.md, 2026-12-07): the generated program (source,
   code and constants, cel/stored.py) is kept too, by a key of everything it
   was generated from and a digest of the CEL package, and read back whole.
+- **What a policy's compile was answered.** Spelling the content key of each
+  of the bundle's 710 CEL checks to find its answer in the record, and parsing
+  named variables for their constants, was 12 % of a warm one-file audit
+  (bench/RESULTS.md, 2026-12-07, h-startup): the answers one document's compile
+  got, in order, are kept under one key (language/transcript.py).
+- **Policy files' documents.** Reading the bundle's YAML was 64.5 M of a warm
+  one-file audit's 841 M instructions: a file holding only aiadmit Policy
+  documents of plain data is kept as JSON (language/parsed.py).
 - **What checks found.** Checking the bundle's policies and the config against
   their JSON Schema costs 0.025 s, and importing `jsonschema` to do it 0.05 s;
   checking every CEL expression with the reference library 0.02 s, and loading
@@ -107,6 +115,25 @@ class DiskCache:
     def remember_program(self, *key: str, data: bytes) -> None:
         if self.enabled:
             self._write(self._path("program", *key), hashlib.sha256(data).digest() + data)
+
+    # ------------------------------------------------------------------ what a policy's compile was answered
+    def recall_transcript(self, key: str) -> Optional[bytes]:
+        """The CEL checks' answers of a policy document's last compile kept under `key` (language/transcript.py),
+        or None (also for a torn entry)."""
+        return self._read_checked(self._path("transcript", key)) if self.enabled else None
+
+    def remember_transcript(self, key: str, data: bytes) -> None:
+        if self.enabled:
+            self._write(self._path("transcript", key), hashlib.sha256(data).digest() + data)
+
+    # ------------------------------------------------------------------ policy files' documents
+    def recall_documents(self, key: str) -> Optional[bytes]:
+        """The documents of a policy file kept under `key` (language/parsed.py), or None (also for a torn entry)."""
+        return self._read_checked(self._path("documents", key)) if self.enabled else None
+
+    def remember_documents(self, key: str, data: bytes) -> None:
+        if self.enabled:
+            self._write(self._path("documents", key), hashlib.sha256(data).digest() + data)
 
     # ------------------------------------------------------------------ what a check found
     def recall(self, *key: str) -> Optional[bytes]:

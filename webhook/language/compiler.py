@@ -24,6 +24,7 @@ from webhook.language.checks import Checks
 from webhook.language.declarations import for_level
 from webhook.language.guards import python_guards
 from webhook.language.policy import Match, Mutation, Policy, Rule
+from webhook.language import transcript
 from webhook.language.schemanative import NativeSchemaRule, compile_schema
 from webhook.model import pointer as jp
 
@@ -49,8 +50,24 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
                    checks: Optional[Checks] = None, limits: Optional[Limits] = None) -> Policy:
     """Compile one validated policy document; raises `Problems` with every (pointer, message) found.
 
-    `checks` answers CEL checks of sources seen before (language/checks.py); by default the bundle's record."""
+    `checks` answers CEL checks of sources seen before (language/checks.py); by default the bundle's record. With
+    the command line's cache, the checks of this document's last compile are replayed (language/transcript.py)."""
     checks = checks or Checks()
+    transcribing = transcript.for_document(checks, doc, params_override, limits)
+    if transcribing is None:
+        return _compile_policy(doc, source, params_override, checks, limits, checks)
+    try:
+        policy = _compile_policy(doc, source, params_override, transcribing, limits, checks)
+    except transcript.Diverged:  # compiled again, every check asked afresh, and the transcript rewritten
+        transcribing = transcript.Transcribing(checks, transcribing.kept_as)
+        policy = _compile_policy(doc, source, params_override, transcribing, limits, checks)
+    transcribing.finished()
+    return policy
+
+
+def _compile_policy(doc: dict, source: str, params_override: Optional[dict], checks: Checks,
+                    limits: Optional[Limits], kept: Checks) -> Policy:
+    """compile_policy with `checks` answering the CEL checks and `kept` the Checks the policy keeps."""
     params = copy.deepcopy(doc.get("params") or {})
     for key, value in (params_override or {}).items():
         params[key] = value
@@ -218,7 +235,7 @@ def compile_policy(doc: dict, source: str, params_override: Optional[dict] = Non
         levels=levels,
         source=source,
         document=doc,
-        checks=checks,
+        checks=kept,
         kubernetes_version=portable,
     )
     if named:  # each reader computes the variables it reads in place (once per binding): no program call for them
@@ -234,8 +251,6 @@ def _unknown_kinds(raw_match: dict) -> list[tuple]:
     misspelling) unless the author says it is a CRD kind aiadmit does not list (`unknownKinds: allow`)."""
     if raw_match.get("unknownKinds") == "allow":
         return []
-    from difflib import get_close_matches
-
     from webhook.k8s.kindnames import known_kinds
 
     known, problems = known_kinds(), []
@@ -243,6 +258,7 @@ def _unknown_kinds(raw_match: dict) -> list[tuple]:
         for position, kind in enumerate(raw_match.get(key) or ()):
             if kind in known:
                 continue
+            from difflib import get_close_matches  # only for a kind it does not know: 0.4 % of a one-file audit
             close = get_close_matches(kind, sorted(known), n=1, cutoff=0.6) or \
                 [k for k in sorted(known) if k.lower() == str(kind).lower()]
             hint = f": did you mean {close[0]!r}?" if close else ""
@@ -347,7 +363,7 @@ def _variables(doc: dict, params: dict, checks: Checks, problems: list, limits: 
             elif not reads_broken(raw["expression"], broken):  # else its error follows from the earlier one
                 problems.append((where, f"variable {name}: CEL does not compile: {error.message}", error.offset))
             broken.add(name)
-        if name in named:
+        if name in named and not getattr(checks, "replaying", False):  # a replay's checks need no constants
             found = patterns.of_source(raw["expression"], params, constants)
             if found is not None:
                 constants[name] = found

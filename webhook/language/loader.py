@@ -18,7 +18,7 @@ from webhook.language.policy import Policy, PolicyLoadError
 from webhook.language.schemacheck import errors as schema_errors
 from webhook.language.schemacheck import locate_error
 from webhook.language.sourcemap import locate
-from webhook.language import mapload
+from webhook.language import mapload, parsed
 from webhook.language.vapload import InTree, is_intree, read_intree
 from webhook.model import pointer as jp
 from webhook.model.resource import Resource
@@ -62,8 +62,15 @@ def load_all(paths: Iterable[str], params: Optional[dict[str, dict]] = None,
     """aiadmit's policies and the in-tree ones (ValidatingAdmissionPolicies, their bindings and param objects:
     language/vapload.py) in `paths`; raise PolicyLoadError on any problem of either."""
     files = policy_files(paths)
-    loaded = load_paths(files, templates=False)
-    policies, intree, problems = _compile(loaded, params, checks, limits)
+    cache = checks.cache if checks is not None else None
+    if cache is not None and hasattr(cache, "recall_documents") and all(map(os.path.isfile, files)):
+        # the command line's cache: documents of files read before (stdin and directories are read as always)
+        loaded, recalled = parsed.load(files, cache)
+        policies, intree, problems = _compile(loaded, params, checks, limits)
+        if problems and recalled:  # a problem's position needs the YAML nodes: read every file as the webhook does
+            policies, intree, problems = _compile(load_paths(files, templates=False), params, checks, limits)
+    else:
+        policies, intree, problems = _compile(load_paths(files, templates=False), params, checks, limits)
     if not files:
         problems.append("no policy files given")
     elif not policies and not intree and not problems:
