@@ -242,6 +242,22 @@ def test_modest_anchors_still_load():
     assert not loaded.errors and loaded.resources[0].obj["spec"]["containers"][1]["env"][1]["value"] == "2"
 
 
+def test_an_anchor_without_alias_and_a_shell_ampersand_load_as_written():
+    """A text with an `&` but no `*` has no alias (the loader then skips its alias bookkeeping): its values, its
+    positions and its input errors are those of the walk that keeps it."""
+    text = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p, labels: &l {app: a}}\nspec:\n  containers:\n"
+            "  - name: a\n    image: x\n    command: [sh, -c, 'make && run']\n    args: &args [--port, 8080]\n")
+    loaded = load_text(text, "amp.yaml")
+    assert not loaded.errors
+    obj = loaded.resources[0].obj
+    assert obj["metadata"]["labels"] == {"app": "a"}
+    assert obj["spec"]["containers"][0]["command"][2] == "make && run"
+    assert obj["spec"]["containers"][0]["args"] == ["--port", 8080]
+    assert loaded.resources[0].origin.position("/spec/containers/0/args/1") == (9, 26)
+    twice = load_text(text.replace("{app: a}", "{app: a, app: b}"), "amp.yaml")
+    assert not twice.resources and "duplicate key 'app'" in twice.errors[0].message
+
+
 def test_deep_nesting_is_an_error_not_a_crash():
     text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: d}\ndata: " + "[" * 5000 + "]" * 5000 + "\n"
     loaded = load_text(text, "deep.yaml")
