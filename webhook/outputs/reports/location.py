@@ -31,20 +31,61 @@ class Location:
 
     def short(self) -> str:
         """The prefix of a text line: `file:line:col` for files, the resource otherwise."""
-        if self.cluster is not None:
-            return f"{self.cluster}: {self.resource}"
-        if self.file and not self.from_stdin and self.line:
-            return f"{self.file}:{self.line}:{self.column}"
-        if self.file and not self.from_stdin:
-            return self.file
-        return f"{self.file or '<input>'}: {self.resource}"
+        return _short(self.file, self.line, self.column, self.resource, self.cluster)
+
+
+def _short(file: Optional[str], line: int, column: int, resource: str, cluster: Optional[str]) -> str:
+    if cluster is not None:
+        return f"{cluster}: {resource}"
+    if file and file not in STDIN_NAMES:
+        return f"{file}:{line}:{column}" if line else file
+    return f"{file or '<input>'}: {resource}"
 
 
 def locate(finding) -> Location:
     origin = finding.resource.origin
-    line, column = finding.position() if origin.located else (0, 0)
+    line, column = origin.position(finding.pointer) if origin.located else (0, 0)
     return Location(file=origin.file, line=line, column=column, resource=finding.resource.describe(),
                     field=jp.to_dotted(finding.pointer), cluster=origin.cluster)
+
+
+class Places:
+    """Where the findings of one resource point, for a text line: what they share (file, input kind, the
+    resource's name) is worked out once, and each field's position is looked up once (several findings of an
+    object often point at the same field). The same rules as `Location.short`, without a Location per finding."""
+
+    __slots__ = ("_file", "_cluster", "_resource", "_position", "_plain", "_unlined", "_seen")
+
+    def __init__(self, resource):
+        origin = resource.origin
+        self._file, self._cluster = origin.file, origin.cluster
+        self._resource = resource.describe()
+        self._position = origin.position if origin.located else None
+        # A file's line is where a person goes; input without lines a person edits (stdin, a cluster), or a
+        # place without a line, names the field too.
+        self._unlined = origin.cluster is not None or origin.file in STDIN_NAMES
+        self._plain = not self._unlined and bool(origin.file)
+        self._seen: dict = {}
+
+    def position(self, pointer: str) -> tuple[int, int]:
+        """(line, column) of `pointer`, (0, 0) when the input has no positions."""
+        return self._position(pointer) if self._position is not None else (0, 0)
+
+    def prefix(self, pointer: str) -> tuple[int, int, str]:
+        """(line, column, what a text line about `pointer` begins with: `file:line:col`, or the resource and
+        field where there is no line to point at)."""
+        seen = self._seen.get(pointer)
+        if seen is None:
+            line, column = self.position(pointer)
+            if self._plain and line:
+                where = f"{self._file}:{line}:{column}"
+            else:
+                where = _short(self._file, line, column, self._resource, self._cluster)
+                field = jp.to_dotted(pointer) if self._unlined or not line else ""
+                if field:
+                    where += f" {field}"
+            seen = self._seen[pointer] = (line, column, where)
+        return seen
 
 
 def group_key_of(resource) -> str:
