@@ -84,8 +84,11 @@ def run(args) -> int:
     if args.cluster:
         return _run(args)
     # A file audit builds what lives until its report is written, and the cyclic collector would only walk it
-    # again and again (a quarter of the SARIF report's time for 5,000 objects; bench/RESULTS.md).
-    with collector_paused():
+    # again and again (a quarter of the SARIF report's time for 5,000 objects; bench/RESULTS.md). The process ends
+    # after the report (audit_paths' `one_shot`), so all of it is frozen before the collector runs again: else its
+    # first collection walks every object the audit made, once more, just before exit (44 M instructions of the
+    # corpus x10's 4.7 G; bench/RESULTS.md, 2026-12-07, h-report).
+    with collector_paused(freeze=True):
         return _run(args)
 
 
