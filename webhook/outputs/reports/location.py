@@ -50,21 +50,18 @@ def locate(finding) -> Location:
 
 
 class Places:
-    """Where the findings of one resource point, for a text line: what they share (file, input kind, the
-    resource's name) is worked out once, and each field's position is looked up once (several findings of an
-    object often point at the same field). The same rules as `Location.short`, without a Location per finding."""
+    """Where the findings of one resource point, for a text line: what they share (file, input kind) is worked out
+    once, and each field's position is looked up once (several findings of an object often point at the same
+    field). The same rules as `Location.short`, without a Location per finding: this runs per finding."""
 
-    __slots__ = ("_file", "_cluster", "_resource", "_position", "_plain", "_unlined", "_seen")
+    __slots__ = ("_resource", "_file", "_position", "_plain", "_seen")
 
     def __init__(self, resource):
         origin = resource.origin
-        self._file, self._cluster = origin.file, origin.cluster
-        self._resource = resource.describe()
+        self._resource, self._file = resource, origin.file
         self._position = origin.position if origin.located else None
-        # A file's line is where a person goes; input without lines a person edits (stdin, a cluster), or a
-        # place without a line, names the field too.
-        self._unlined = origin.cluster is not None or origin.file in STDIN_NAMES
-        self._plain = not self._unlined and bool(origin.file)
+        # Only a file's line is a place a person edits; stdin and a cluster name the resource and field instead.
+        self._plain = origin.cluster is None and bool(origin.file) and origin.file not in STDIN_NAMES
         self._seen: dict = {}
 
     def position(self, pointer: str) -> tuple[int, int]:
@@ -76,16 +73,21 @@ class Places:
         field where there is no line to point at)."""
         seen = self._seen.get(pointer)
         if seen is None:
-            line, column = self.position(pointer)
-            if self._plain and line:
-                where = f"{self._file}:{line}:{column}"
+            position = self._position
+            line, column = position(pointer) if position is not None else (0, 0)
+            if line and self._plain:
+                seen = (line, column, f"{self._file}:{line}:{column}")
             else:
-                where = _short(self._file, line, column, self._resource, self._cluster)
-                field = jp.to_dotted(pointer) if self._unlined or not line else ""
-                if field:
-                    where += f" {field}"
-            seen = self._seen[pointer] = (line, column, where)
+                seen = (line, column, self._named(pointer, line, column))
+            self._seen[pointer] = seen
         return seen
+
+    def _named(self, pointer: str, line: int, column: int) -> str:
+        """The prefix of input without a line to point at: the resource, and the field unless a line says it."""
+        origin = self._resource.origin
+        where = _short(origin.file, line, column, self._resource.describe(), origin.cluster)
+        field = jp.to_dotted(pointer) if origin.cluster is not None or origin.file in STDIN_NAMES or not line else ""
+        return f"{where} {field}" if field else where
 
 
 def group_key_of(resource) -> str:

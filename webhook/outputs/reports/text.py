@@ -52,11 +52,8 @@ def fragment(evaluation, engine, color: bool = False, verbose: bool = False, qui
     items, counts, skipped = [], {}, []
     for finding in evaluation.findings:
         policy, result = finding.policy, finding.result
-        state = (finding.action, result)
-        per = counts.get(policy)
-        if per is None:
-            per = counts[policy] = {}
-        per[state] = per.get(state, 0) + 1
+        kind = (policy, finding.action, result)
+        counts[kind] = counts.get(kind, 0) + 1
         if result == "skip":
             message = finding.message
             skipped.append((policy, message.split(" skipped: ", 1)[1] if " skipped: " in message else message))
@@ -65,21 +62,22 @@ def fragment(evaluation, engine, color: bool = False, verbose: bool = False, qui
         elif quiet and result not in ("fail", "error"):
             continue
         line, column, where = prefix(finding.pointer)
-        tag = tags.get(state) or _tag(color, *state)
+        tag = tags.get(kind) or _tag(color, kind)
         items.append(((line, column, policy, finding.rule), f"{where}: {policy} [{tag}] {finding.message}"))
     if verbose and evaluation.policies and not quiet:  # "passed" and "did not apply" look different
         items.append(_applied(evaluation))
-    failing = {action for per in counts.values() for action, result in per if result in ("fail", "error")}
+    failing = {action for _, action, result in counts if result in ("fail", "error")}
     return group_key_of(evaluation.resource), items, counts, outcome(failing, evaluation.policies), skipped
 
 
-_TAGS: dict[bool, dict] = {False: {}, True: {}}  # color -> (action, result) -> the finding's tag, painted or not
+_TAGS: dict[bool, dict] = {False: {}, True: {}}  # color -> (policy, action, result) -> the finding's tag
 
 
-def _tag(color: bool, action: str, result: str) -> str:
+def _tag(color: bool, kind: tuple) -> str:
     """`deny`, or `warn, error` for a rule that could not be evaluated, coloured by what happened."""
+    _, action, result = kind
     style, tag = (action, action) if result == "fail" else (result, f"{action}, {result}")
-    painted = _TAGS[color][action, result] = _Paint(color)(tag, style)
+    painted = _TAGS[color][kind] = _Paint(color)(tag, style)
     return painted
 
 
@@ -100,7 +98,7 @@ def render(result, engine, fragments=None, color: bool = False, verbose: bool = 
     lines: list[str] = []  # input errors and skipped templates are diagnostics, on stderr
 
     groups: dict[str, list] = defaultdict(list)
-    totals: dict[str, dict] = {}  # policy -> (action, result) -> findings
+    totals: dict[tuple, int] = {}  # (policy, action, result) -> findings
     resources: dict[str, int] = {}  # policy -> resources it found something on
     outcomes: Counter = Counter()
     skipped: list = []
@@ -108,14 +106,11 @@ def render(result, engine, fragments=None, color: bool = False, verbose: bool = 
     for heading, items, counts, outcome_, skips in made:  # plain dicts: Counter.update costs ~10x per call
         if items:
             groups[heading] += items
-        for policy, per in counts.items():
-            total = totals.get(policy)
-            if total is None:
-                totals[policy], resources[policy] = dict(per), 1
-                continue
-            resources[policy] += 1
-            for state, count in per.items():
-                total[state] = total.get(state, 0) + count
+        if counts:
+            for kind, count in counts.items():
+                totals[kind] = totals.get(kind, 0) + count
+            for policy in {policy for policy, _, _ in counts}:
+                resources[policy] = resources.get(policy, 0) + 1
         outcomes[outcome_] += 1
         if skips:
             skipped += skips
@@ -134,17 +129,14 @@ def render(result, engine, fragments=None, color: bool = False, verbose: bool = 
     lines += _skips(skipped, verbose)
     for note in result.notes:
         lines.append(f"note: {note}")
-    found = Counter()  # (action, result) -> findings
-    for per in totals.values():
-        found.update(per)
-    shown = {action: sum(n for (done, outcome_), n in found.items() if done == action and outcome_ != "skip")
+    shown = {action: sum(n for (_, done, outcome_), n in totals.items() if done == action and outcome_ != "skip")
              for action in ("deny", "warn", "audit")}
     lines.append(
         f"{len(made)} resources checked ({outcomes['denied']} denied, {outcomes['warned']} warned, "
         f"{outcomes['audited']} audit only, {outcomes['passed']} passed, {outcomes['unchecked']} no policy applied); "
         f"findings: {shown['deny']} deny, {shown['warn']} warn, {shown['audit']} audit, "
-        f"{sum(n for (_, outcome_), n in found.items() if outcome_ == 'skip')} skipped "
-        f"({sum(n for (_, outcome_), n in found.items() if outcome_ == 'error')} could not be evaluated); "
+        f"{sum(n for (_, _, outcome_), n in totals.items() if outcome_ == 'skip')} skipped "
+        f"({sum(n for (_, _, outcome_), n in totals.items() if outcome_ == 'error')} could not be evaluated); "
         f"{len(result.errors)} input errors")
     return "\n".join(lines) + "\n"
 
@@ -154,7 +146,7 @@ _PLACE, _TEXT = itemgetter(0), itemgetter(1)
 
 def _hints(totals: dict, engine, paint) -> list[str]:
     """Each failing policy's remediation, once and whole, wrapped for a terminal."""
-    failing = sorted(policy for policy, per in totals.items() if any(outcome_ == "fail" for _, outcome_ in per))
+    failing = sorted({policy for policy, _, outcome_ in totals if outcome_ == "fail"})
     out = []
     for policy_id in failing:
         policy = engine.by_id.get(policy_id)
@@ -181,18 +173,22 @@ def _skips(skipped: list, verbose: bool) -> list[str]:
 
 def _table(totals: dict, resources: dict, paint) -> list[str]:
     """One row per policy that produced something: action, failures, skips, errors, resources affected."""
-    if not totals:
+    rows: dict[str, dict] = {}
+    for (policy, action, outcome_), count in totals.items():
+        row = rows.get(policy)
+        if row is None:
+            row = rows[policy] = {"action": set(), "fail": 0, "skip": 0, "error": 0}
+        row["action"].add(action)
+        row[outcome_] += count
+    if not rows:
         return []
-    width = max(len("policy"), *(len(p) for p in totals))
+    width = max(len("policy"), *(len(p) for p in rows))
     out = [paint(f"{'policy':<{width}}  {'action':<11}  {'fail':>5}  {'skip':>5}  {'error':>5}  {'resources':>9}",
                  "bold")]
-    for policy in sorted(totals):
-        per = totals[policy]
-        counts = Counter()
-        for (_, outcome_), n in per.items():
-            counts[outcome_] += n
-        action = ",".join(sorted({action for action, _ in per}))
-        out.append(f"{policy:<{width}}  {action:<11}  {counts['fail']:>5}  {counts['skip']:>5}  "
-                   f"{counts['error']:>5}  {resources[policy]:>9}")
+    for policy in sorted(rows):
+        row = rows[policy]
+        action = ",".join(sorted(row["action"]))
+        out.append(f"{policy:<{width}}  {action:<11}  {row['fail']:>5}  {row['skip']:>5}  {row['error']:>5}  "
+                   f"{resources[policy]:>9}")
     out.append("")
     return out
