@@ -561,3 +561,24 @@ def test_text_lines_and_totals_agree_with_location_and_summary_for_every_kind_of
         table = [line.split() for line in out if line.startswith(("image-digest ", "shm-sized "))]
         assert table == [["image-digest", "audit,deny,warn", "40", "20", "20", "4"],
                          ["shm-sized", "audit,deny,warn", "30", "15", "15", "3"]]
+
+
+def test_text_report_pieces_are_the_report_with_non_ascii_lines_apart(engine, corpus_result):
+    """The command writes the text report in pieces (reports.write): together exactly `render`'s text, every
+    piece ASCII but the single lines that are not, so that encoding the rest is a copy."""
+    import io
+
+    from webhook.outputs.reports import text, write
+    from webhook.outputs.reports.text import _runs
+
+    for lines in ([], ["a"], ["×"], ["a", "b", "× c", "d", "é", "ü", "e", "f"], ["× a", "b"]):
+        pieces = _runs(lines)
+        assert "".join(pieces) == ("\n".join(lines) + "\n" if lines else "")
+        assert all(piece.isascii() or piece.count("\n") == 1 for piece in pieces), pieces
+    for options in ({}, {"verbose": True}, {"quiet": True}, {"color": True}):
+        stream = io.StringIO()
+        write("text", stream, corpus_result, engine, **options)
+        assert stream.getvalue() == text.render(corpus_result, engine, **options)
+    stream = io.StringIO()
+    write("json", stream, corpus_result, engine)  # a format without pieces: written whole
+    assert stream.getvalue() == render("json", corpus_result, engine)

@@ -15,7 +15,7 @@ from functools import partial
 from webhook.app.audit import audit_paths
 from webhook.app.parallel import default_jobs
 from webhook.outputs.diagnostics import of_result
-from webhook.outputs.reports import FORMATS, fragment, render
+from webhook.outputs.reports import FORMATS, fragment, write
 from webhook.outputs.reports.policyreport import DEFAULT_MAX_BYTES, DEFAULT_MAX_REPORTS, ETCD_LIMIT
 from webhook.inputs.sources import collector_paused
 from webhook.app.commands import add_engine_options
@@ -146,7 +146,7 @@ def _run(args) -> int:
     for line in of_result(result, quiet=args.quiet):  # one form and one stream for what is not a finding
         print(line, file=sys.stderr)
     sys.stderr.flush()
-    sys.stdout.write(render(args.format, result, engine, fragments=result.prepared, **options))
+    write(args.format, sys.stdout, result, engine, fragments=result.prepared, **options)
     if args.apply_reports:
         from importlib import import_module
 
