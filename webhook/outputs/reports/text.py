@@ -41,29 +41,30 @@ def fragment(evaluation, engine, color: bool = False, verbose: bool = False, qui
              **options) -> tuple:
     """Everything the report says about one evaluation, in one pass over its findings:
 
-    (the heading its findings go under, [(their place in it, their line)], {policy: {(action, result): findings}},
+    (the heading its findings go under, [(their place in it, their line)], {(policy, action, result): findings},
     the resource's outcome (jsonreport.outcome), [(policy, reason) of each skipped check]).
 
     This runs once per finding of the whole input, so what the findings of one object share (its file, its name,
     the position of a field several of them point at) is worked out once (`Places`), and the counts the table
     and the total are made of are taken in the same pass."""
-    prefix = Places(evaluation.resource).prefix
-    tags = _TAGS[color]
     items, counts, skipped = [], {}, []
-    for finding in evaluation.findings:
-        policy, result = finding.policy, finding.result
-        kind = (policy, finding.action, result)
-        counts[kind] = counts.get(kind, 0) + 1
-        if result == "skip":
-            message = finding.message
-            skipped.append((policy, message.split(" skipped: ", 1)[1] if " skipped: " in message else message))
-            if not verbose or quiet:
+    if evaluation.findings:  # about half the objects of a corpus have none: no Places for them
+        prefix = Places(evaluation.resource).prefix
+        tags = _TAGS[color]
+        for finding in evaluation.findings:
+            policy, result = finding.policy, finding.result
+            kind = (policy, finding.action, result)
+            counts[kind] = counts.get(kind, 0) + 1
+            if result == "skip":
+                message = finding.message
+                skipped.append((policy, message.split(" skipped: ", 1)[1] if " skipped: " in message else message))
+                if not verbose or quiet:
+                    continue
+            elif quiet and result not in ("fail", "error"):
                 continue
-        elif quiet and result not in ("fail", "error"):
-            continue
-        line, column, where = prefix(finding.pointer)
-        tag = tags.get(kind) or _tag(color, kind)
-        items.append(((line, column, policy, finding.rule), f"{where}: {policy} [{tag}] {finding.message}"))
+            line, column, where = prefix(finding.pointer)
+            tag = tags.get(kind) or _tag(color, kind)
+            items.append(((line, column, policy, finding.rule), f"{where}: {policy} [{tag}] {finding.message}"))
     if verbose and evaluation.policies and not quiet:  # "passed" and "did not apply" look different
         items.append(_applied(evaluation))
     failing = {action for _, action, result in counts if result in ("fail", "error")}
