@@ -503,3 +503,82 @@ def test_policyreport_packing_is_exact_at_the_limit():
         for run, following in zip(runs, runs[1:]):
             longer = "[" + ",".join(texts[i] for i in (*run, following.start)) + "]"
             assert len(longer) > limit
+
+
+def _text_line_by_location(finding) -> str:
+    """What a text report line says, built from the Location every format shares (its former construction)."""
+    from webhook.outputs.reports.location import locate
+
+    location = locate(finding)
+    where = location.short()
+    if location.cluster is not None or location.from_stdin or not location.line:
+        where += f" {location.field}" if location.field else ""
+    tag = finding.action if finding.result == "fail" else f"{finding.action}, {finding.result}"
+    return f"{where}: {finding.policy} [{tag}] {finding.message}"
+
+
+def test_text_lines_and_totals_agree_with_location_and_summary_for_every_kind_of_origin(engine):
+    """The text report builds its lines and counts in one pass per object (text.fragment, location.Places); they
+    must be what Location and jsonreport.summary say, for files, stdin, a cluster, no file and no positions."""
+    from webhook.app.audit import AuditResult
+    from webhook.inputs.sources import load_text
+    from webhook.model.findings import Evaluation, Finding
+    from webhook.model.resource import Origin, Resource
+    from webhook.outputs.reports import text
+    from webhook.outputs.reports.jsonreport import summary
+
+    manifest = ('apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ml}\n'
+                'spec:\n  containers:\n    - {name: main, image: "img"}\n')
+    [from_file] = load_text(manifest, "dir/p.yaml").resources
+    [from_stdin] = load_text(manifest, "<stdin>").resources
+    [from_dash] = load_text(manifest, "-").resources
+    in_cluster = Resource(from_file.obj, Origin(cluster="prod-ctx"))
+    no_file = Resource(from_file.obj, Origin(node=from_file.origin.node))
+    unplaced = Resource({"apiVersion": "v1", "kind": "Pod", "metadata": {}}, Origin(file="x.yaml", document=0))
+    placed = Resource(from_file.obj, Origin(file="w.yaml", positions={"/spec": (4, 1)}))  # from a worker
+    result = AuditResult()
+    for index, resource in enumerate((from_file, from_stdin, from_dash, in_cluster, no_file, unplaced, placed)):
+        evaluation = Evaluation(resource, policies=("shm-sized", "image-digest")[:index % 3])
+        for pointer in ("/spec/containers/0/image", "/spec/nowhere", "/spec", "", "/spec/containers/0/image"):
+            for action, outcome in (("deny", "fail"), ("warn", "skip"), ("audit", "error"), ("warn", "fail")):
+                evaluation.findings.append(Finding("shm-sized" if index % 2 else "image-digest", "r", action,
+                                                   outcome, f"x skipped: why {index}", resource, pointer))
+        result.evaluations.append(evaluation)
+    for verbose in (False, True):
+        out = text.render(result, engine, verbose=verbose).splitlines()
+        for evaluation in result.evaluations:
+            for finding in evaluation.findings:
+                if finding.result != "skip" or verbose:
+                    assert _text_line_by_location(finding) in out, (finding.resource.origin, finding.pointer)
+        counts = summary(result)
+        by = counts["resourcesBy"]
+        assert out[-1] == (
+            f"{counts['resources']} resources checked ({by['denied']} denied, {by['warned']} warned, "
+            f"{by['audited']} audit only, {by['passed']} passed, {by['unchecked']} no policy applied); findings: "
+            f"{counts['deny']} deny, {counts['warn']} warn, {counts['audit']} audit, {counts['skipped']} skipped "
+            f"({counts['ruleErrors']} could not be evaluated); {counts['errors']} input errors")
+        assert "35 check(s) skipped" in "\n".join(out)
+        table = [line.split() for line in out if line.startswith(("image-digest ", "shm-sized "))]
+        assert table == [["image-digest", "audit,deny,warn", "40", "20", "20", "4"],
+                         ["shm-sized", "audit,deny,warn", "30", "15", "15", "3"]]
+
+
+def test_text_report_pieces_are_the_report_with_non_ascii_lines_apart(engine, corpus_result):
+    """The command writes the text report in pieces (reports.write): together exactly `render`'s text, every
+    piece ASCII but the single lines that are not, so that encoding the rest is a copy."""
+    import io
+
+    from webhook.outputs.reports import text, write
+    from webhook.outputs.reports.text import _runs
+
+    for lines in ([], ["a"], ["×"], ["a", "b", "× c", "d", "é", "ü", "e", "f"], ["× a", "b"]):
+        pieces = _runs(lines)
+        assert "".join(pieces) == ("\n".join(lines) + "\n" if lines else "")
+        assert all(piece.isascii() or piece.count("\n") == 1 for piece in pieces), pieces
+    for options in ({}, {"verbose": True}, {"quiet": True}, {"color": True}):
+        stream = io.StringIO()
+        write("text", stream, corpus_result, engine, **options)
+        assert stream.getvalue() == text.render(corpus_result, engine, **options)
+    stream = io.StringIO()
+    write("json", stream, corpus_result, engine)  # a format without pieces: written whole
+    assert stream.getvalue() == render("json", corpus_result, engine)

@@ -15,7 +15,7 @@ from functools import partial
 from webhook.app.audit import audit_paths
 from webhook.app.parallel import default_jobs
 from webhook.outputs.diagnostics import of_result
-from webhook.outputs.reports import FORMATS, fragment, render
+from webhook.outputs.reports import FORMATS, fragment, write
 from webhook.outputs.reports.policyreport import DEFAULT_MAX_BYTES, DEFAULT_MAX_REPORTS, ETCD_LIMIT
 from webhook.inputs.sources import collector_paused
 from webhook.app.commands import add_engine_options
@@ -84,8 +84,11 @@ def run(args) -> int:
     if args.cluster:
         return _run(args)
     # A file audit builds what lives until its report is written, and the cyclic collector would only walk it
-    # again and again (a quarter of the SARIF report's time for 5,000 objects; bench/RESULTS.md).
-    with collector_paused():
+    # again and again (a quarter of the SARIF report's time for 5,000 objects; bench/RESULTS.md). The process ends
+    # after the report (audit_paths' `one_shot`), so all of it is frozen before the collector runs again: else its
+    # first collection walks every object the audit made, once more, just before exit (44 M instructions of the
+    # corpus x10's 4.7 G; bench/RESULTS.md, 2026-12-07, h-report).
+    with collector_paused(freeze=True):
         return _run(args)
 
 
@@ -143,7 +146,7 @@ def _run(args) -> int:
     for line in of_result(result, quiet=args.quiet):  # one form and one stream for what is not a finding
         print(line, file=sys.stderr)
     sys.stderr.flush()
-    sys.stdout.write(render(args.format, result, engine, fragments=result.prepared, **options))
+    write(args.format, sys.stdout, result, engine, fragments=result.prepared, **options)
     if args.apply_reports:
         from importlib import import_module
 

@@ -7,7 +7,9 @@ and the rest by the one that writes the report:
 - `fragment(evaluation, engine, **options)`: everything the report says about
   one evaluation, as plain picklable data (text already encoded);
 - `render(result, engine, fragments=None, **options) -> str`: the report, from
-  one fragment per evaluation of `result` in its order, made here when not given.
+  one fragment per evaluation of `result` in its order, made here when not given;
+  optionally `pieces(...)` with the same arguments: the same text as a list of
+  strings, which `write` writes one by one (see text.py's `_runs`).
 
 Options a format does not use are ignored, so the command passes them all:
 `color` (text), `fail_on` (junit), `max_bytes`/`max_reports`/`now` (policyreport, openreports).
@@ -32,6 +34,15 @@ def fragment(name: str, evaluation, engine, **options) -> Any:
 
 def render(name: str, result, engine, fragments: Optional[list] = None, **options) -> str:
     return _module(name).render(result, engine, fragments=fragments, **options)
+
+
+def write(name: str, stream, result, engine, fragments: Optional[list] = None, **options) -> None:
+    """`render`'s text written to `stream`, in the pieces a format gives (its `pieces`), else whole."""
+    module = _module(name)
+    make = getattr(module, "pieces", None)
+    for piece in make(result, engine, fragments=fragments, **options) if make else \
+            [module.render(result, engine, fragments=fragments, **options)]:
+        stream.write(piece)
 
 
 def fragments_of(make: Callable, result, engine, fragments: Optional[list], options: dict) -> list:

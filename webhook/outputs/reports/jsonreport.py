@@ -10,14 +10,18 @@ from webhook.outputs.reports import fragments_of
 _ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(item, ensure_ascii=False) gives
 
 
-def outcome_of(evaluation) -> str:
-    """What happened to one resource: denied, warned, audited (only audit-level findings), passed (policies applied,
-    none failed), or unchecked (no policy applied: excluded, or a kind no policy matches)."""
-    failing = {f.action for f in evaluation.findings if f.result in ("fail", "error")}
+def outcome(failing: set, applied) -> str:
+    """What happened to one resource, from the actions of its findings that failed or could not be evaluated and
+    the policies that applied: denied, warned, audited (only audit-level findings), passed (policies applied, none
+    failed), or unchecked (no policy applied: excluded, or a kind no policy matches)."""
     for action, word in (("deny", "denied"), ("warn", "warned"), ("audit", "audited")):
         if action in failing:
             return word
-    return "passed" if evaluation.policies else "unchecked"
+    return "passed" if applied else "unchecked"
+
+
+def outcome_of(evaluation) -> str:
+    return outcome({f.action for f in evaluation.findings if f.result in ("fail", "error")}, evaluation.policies)
 
 
 def passed_policies(evaluation) -> list[str]:
