@@ -255,7 +255,7 @@ def load_text(text: str, filename: str, templates: bool = True) -> Loaded:
         _Loader.resolve.cache_clear()
         _memo_fill = len(text)
     loader = _Loader(text)
-    aliases = "&" in text and "*" in text  # an alias is `*name`, of an anchor `&name`: without both, no node is shared
+    aliases = "&" in text  # an alias needs an anchor, and an anchor an `&`
     index = 0
     try:
         while loader.check_node():
