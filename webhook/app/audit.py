@@ -14,7 +14,7 @@ from webhook.app.parallel import can_fork, fork_map, payload, rebuild, shared
 from webhook.inputs.sources import iter_manifest_files, load_paths
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class AuditResult:
     evaluations: list[Evaluation] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)

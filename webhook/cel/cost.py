@@ -43,7 +43,7 @@ _FACTORS = {"ip.isCanonical": 2.0, "validate": 32.0}
 _COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "existsOne", "map", "filter"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Limits:
     """`max_object_bytes`: the size of the largest object (the API server's request limit);
     `per_expression`: the estimated cost above which an expression does not load.

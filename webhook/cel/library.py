@@ -28,7 +28,7 @@ from webhook.k8s.quotascope import quota_selects
 from webhook.model.quantity import QuantityError, format_bytes, parse_quantity
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class Function:
     """One function: `args` are the kinds of its arguments, receiver first (`any`, `string`, `int`, `number`,
     `list`, `map`, `quantity`, `bool`, `optional`), one tuple per accepted arity; `result` its type (or None: dyn)."""

@@ -22,7 +22,7 @@ from webhook.model.findings import Evaluation
 from webhook.model.resource import Resource
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Scope:
     """What one evaluation of one resource knows, shared by every policy of it."""
 

@@ -31,7 +31,7 @@ from webhook.model.facts import ClusterFacts
 from webhook.model.resource import Resource
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Outcome:
     """What the MAPs did to one object: the object after them, and what was said on the way."""
 

@@ -40,7 +40,7 @@ def _fetched(step: Step, name: str, expression) -> Callable:
     return first
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Plan:
     """What one policy runs at one level (object, pod, container) for resources of given classes.
 

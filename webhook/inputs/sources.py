@@ -101,7 +101,7 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 _SKIPPED_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", ".tox"}
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Loaded:
     resources: list[Resource] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)

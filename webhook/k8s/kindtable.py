@@ -18,7 +18,7 @@ from webhook.model import pointer as jp
 from webhook.k8s.kindnames import KINDS_FILE, table_data
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class Rel:
     """A relative pointer of kinds.yaml (`template/spec`, `../replicas`, `""` for the place itself).
 
@@ -38,7 +38,7 @@ def rel(text: str) -> Rel:
     return Rel(text, down, jp.join("", *down))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class TemplateSpec:
     at: tuple[str, ...]
     spec: Optional[str]
@@ -66,7 +66,7 @@ class TemplateSpec:
     container_rels: tuple[Rel, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class KindSpec:
     kind: str
     group: str

@@ -22,7 +22,7 @@ from webhook.k8s.kindtable import KindSpec, Rel
 SECTIONS = ("initContainers", "containers", "ephemeralContainers")
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Container:
     """One container as policies see it, with the pointer of the real field for messages and patches."""
 
@@ -53,7 +53,7 @@ class Container:
         return self.pointer + rel
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class PodTemplate:
     name: str
     spec: Optional[dict]  # None: the kind has no pod spec here (TrainJob's trainer)

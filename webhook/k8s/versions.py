@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class KubernetesVersion:
     """One supported minor release of Kubernetes and what its API server's admission CEL has."""
 
@@ -65,7 +65,7 @@ def version(text: str) -> KubernetesVersion:
                      f"{', '.join(v.name for v in SUPPORTED)}; the reference is {REFERENCE})")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class CelFeature:
     """Kubernetes CEL that only some versions accept: a library gated by a compatibility version (`library`), or
     syntax of the binary's parser (`parser`), each the minor that introduced it."""

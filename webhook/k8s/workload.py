@@ -29,7 +29,7 @@ AI_CLASSES = frozenset({"accelerated", "training", "inference", "notebook"})
 ROLES = ("training", "inference", "notebook")
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Workload:
     resource: Resource
     templates: list[PodTemplate]
@@ -46,7 +46,7 @@ class Workload:
         return bool(self.classes & AI_CLASSES)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Classification:
     """Settings of the classifier, from the config file's `classification` section."""
 

@@ -30,7 +30,7 @@ class ConfigError(Exception):
         self.problems = problems
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class PolicyException:
     name: str
     policies: tuple[str, ...]
@@ -57,7 +57,7 @@ class PolicyException:
         return self.expires is not None and today > self.expires
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False, eq=False)
 class PolicySettings:
     enabled: bool = True
     action: Optional[str] = None
@@ -65,7 +65,7 @@ class PolicySettings:
     context_failure: Optional[str] = None
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Config:
     classification: Classification = field(default_factory=Classification)
     exclude_namespaces: tuple[str, ...] = ()

@@ -38,14 +38,14 @@ def _unknown(resource: Resource, at: str, value: dict, known: str, problems: _Pr
             problems.add(resource, f"{at}/{name}", f"strict decoding error: unknown field {name!r} in a {kind}")
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Mutation:
     patch_type: str  # JSONPatch | ApplyConfiguration
     check: Check
     index: int
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class MutatingPolicy:
     name: str
     resource: Resource
@@ -58,7 +58,7 @@ class MutatingPolicy:
     reinvocation: str  # Never | IfNeeded
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class MutatingBinding:
     name: str
     resource: Resource

@@ -29,7 +29,7 @@ class PolicyLoadError(Exception):
         self.problems = problems
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Rule:
     name: str
     message: Template
@@ -52,7 +52,7 @@ class Rule:
         self.early = self.when is not None and "cluster" not in self.when.variables
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Mutation:
     name: str
     target: str
@@ -63,7 +63,7 @@ class Mutation:
     variables: frozenset = frozenset()
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Match:
     classes: frozenset = frozenset()
     any_classes: frozenset = frozenset()
@@ -104,7 +104,7 @@ class Match:
         return not any(fnmatch.fnmatchcase(namespace, p) for p in self.exclude_namespaces)
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Policy:
     id: str
     summary: str

@@ -31,7 +31,7 @@ _OFFLINE = ((re.compile(r"\bauthorizer\b"), "reads `authorizer` (RBAC answers), 
             (re.compile(r"\brequest\s*\.\s*userInfo\b"), "reads `request.userInfo`, unknown offline"))
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Check:
     """One CEL expression of a policy, checked at load; `offline` names why it cannot run offline, if so."""
 
@@ -41,7 +41,7 @@ class Check:
     source: str = ""
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Validation:
     check: Check
     message: Optional[str]
@@ -49,7 +49,7 @@ class Validation:
     reason: str
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class InTreePolicy:
     name: str
     resource: Resource
@@ -62,7 +62,7 @@ class InTreePolicy:
     param_kind: Optional[dict]
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class InTreeBinding:
     name: str
     resource: Resource
@@ -72,7 +72,7 @@ class InTreeBinding:
     param_ref: Optional[dict]
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class InTree:
     """Every in-tree policy, binding and param object of a set of policy files."""
 

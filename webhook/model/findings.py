@@ -11,7 +11,7 @@ from webhook.model.resource import InputError, Resource
 RESULTS = ("fail", "skip", "error")
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Finding:
     policy: str
     rule: str
@@ -51,7 +51,7 @@ class Finding:
         return jp.to_dotted(self.pointer)
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Evaluation:
     """Everything the engine says about one resource."""
 
@@ -85,7 +85,7 @@ class Evaluation:
         self.errors.append(InputError(self.resource.origin.file or self.resource.describe(), line, text, column))
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Mutation:
     """JSON Patch operations (RFC 6902) for one resource and the policies that made them."""
 

@@ -20,7 +20,7 @@ from webhook.model.yamlkeys import SPELT, entry, spelt_as
 _STR = "tag:yaml.org,2002:str"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class InputError:
     """Input that could not be checked, with the place to fix it."""
 
@@ -33,7 +33,7 @@ class InputError:
         return {"file": self.file, "line": self.line, "column": self.column, "message": self.message}
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Origin:
     """Where a resource came from; only the fields of its own entry point are set."""
 
@@ -80,7 +80,7 @@ class Origin:
         return (mark.line + 1, mark.column + 1)
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Resource:
     """An object and its origin. Its identity (kind, name, labels, ...) is read once: the engine asks for it many
     times per evaluation, and whoever changes an object (a mutation's working copy) makes a new Resource for it."""

@@ -16,7 +16,7 @@ from webhook.model import pointer as jp
 STDIN_NAMES = ("<stdin>", "-")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Location:
     file: Optional[str]  # None for a live cluster
     line: int  # 0 when unknown
