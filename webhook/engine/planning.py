@@ -100,7 +100,7 @@ class Place:
     before each policy that runs and once for those: the checks it made one after another, with nothing between
     them, before this was kept per place)."""
 
-    __slots__ = ("entries", "checks", "held", "chosen", "always", "runners")
+    __slots__ = ("entries", "checks", "held", "chosen", "always")
 
     def __init__(self, entries: tuple):
         self.entries = entries
@@ -108,7 +108,6 @@ class Place:
         self.held = _held(self.checks) if self.checks else None  # (obj, pod, podMeta, container) -> the bits
         self.chosen: dict = {}
         self.always = None if self.checks else self.runs(0)  # no tests: the one outcome
-        self.runners: dict = {}  # outcome -> its rules as one function (engine/running.py, engine/sequences.py)
 
     def runs(self, held: int) -> tuple:
         found = self.chosen.get(held)

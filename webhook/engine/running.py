@@ -16,7 +16,6 @@ from webhook.cel.runtime import Variables
 from webhook.engine.binding import Scope, bind_resource, enter
 from webhook.engine.deadline import check_deadline
 from webhook.engine.planning import Place, Step, where
-from webhook.engine.sequences import compile_runs
 from webhook.k8s.workload import Container, PodTemplate
 from webhook.language.policy import Policy, Rule
 from webhook.model import pointer as jp
@@ -30,37 +29,49 @@ def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base
               template: Optional[PodTemplate], container: Optional[Container], position: Optional[int],
               deadline: Optional[float]) -> None:
     """The policies of `place` that have rules to run here, the deadline checked before each (and once for the
-    policies with nothing to run after the last: planning.Place). The context is bound on the first of them.
-
-    Each outcome of the place's has() tests runs as one generated function (engine/sequences.py), made on its
-    first run and kept with the place."""
-    held = 0 if place.held is None else place.held(
-        scope.resource.obj, template.spec if template else None, template.metadata if template else None,
-        container.obj if container else None)
-    run = place.runners.get(held)
-    if run is None:
-        runs, trailing = place.always if place.held is None else place.runs(held)
-        run = compile_runs(runs, trailing, _PARTS)
-        if len(place.runners) < 256:  # bounded, as the outcomes are
-            place.runners[held] = run
-    run(engine, context, scope, template, container, position, base, deadline)
-
-
-def bound(engine: Any, context: Activation, scope: Scope, template: Optional[PodTemplate],
-          container: Optional[Container], position: Optional[int]) -> Any:
-    """Bind the context for this place (the resource-wide variables on the first place that runs a rule, the
-    template part only where the walk enters another template), and answer what a schema rule checks here."""
-    classification = scope.classification or engine.config.classification
-    if not scope.bound:
-        bind_resource(context, scope, list(scope.chosen), classification, scope.reads)
-        scope.bound = True
-    entered = scope.entered
-    if entered is None or entered[0] is not template or entered[1] is not container:
-        # the template part only where the walk enters another template (its containers share it)
-        enter(context, scope, template if entered is None or entered[0] is not template else None,
-              position, container, classification)
-        scope.entered = (template, container)
-    return container.obj if container else (template.spec if template else scope.resource.obj)
+    policies with nothing to run after the last: planning.Place). The context is bound on the first of them."""
+    if place.held is None:
+        runs, trailing = place.always
+    else:
+        held = place.held(scope.resource.obj, template.spec if template else None,
+                          template.metadata if template else None, container.obj if container else None)
+        found = place.chosen.get(held)
+        runs, trailing = found if found is not None else place.runs(held)
+    target = None  # what a schema rule checks, set when the context is bound for this place
+    for policy, binds, steps in runs:
+        if deadline is not None:
+            check_deadline(deadline)
+        if target is None:
+            classification = scope.classification or engine.config.classification
+            if not scope.bound:
+                bind_resource(context, scope, list(scope.chosen), classification, scope.reads)
+                scope.bound = True
+            entered = scope.entered
+            if entered is None or entered[0] is not template or entered[1] is not container:
+                # the template part only where the walk enters another template (its containers share it)
+                enter(context, scope, template if entered is None or entered[0] is not template else None,
+                      position, container, classification)
+                scope.entered = (template, container)
+            target = container.obj if container else (template.spec if template else scope.resource.obj)
+        if binds:  # a fresh set of the policy's named variables (binding.bind_variables), without a call
+            context["variables"] = Variables(policy.named, context)
+        for step in steps:
+            if not step.inline:
+                run_rule(engine, context, scope, policy, step, base, container, target)
+                continue
+            try:
+                when = step.when
+                if when is not None and when(context) is not True:
+                    continue
+                if step.check(context) is not True:
+                    rule = step.rule
+                    add(engine, scope, policy, rule, "fail", rule.message.render(context),
+                        where(base, container, rule.path))
+            except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
+                add(engine, scope, policy, step.rule, "error", f"rule could not be evaluated: {exc}",
+                    where(base, container, step.rule.path))
+    if trailing and deadline is not None:
+        check_deadline(deadline)
 
 
 def run_rule(engine: Any, context: Activation, scope: Scope, policy: Policy, step: Step, base: str,
@@ -123,7 +134,3 @@ def add(engine: Any, scope: Scope, policy: Policy, rule: Rule, result: str, mess
     scope.evaluation.findings.append(Finding(
         policy=policy.id, rule=rule.name, action=engine.enforcement.action(policy, rule, scope.ceiling),
         result=result, message=message, resource=scope.resource, pointer=pointer))
-
-
-_PARTS = {"bound": bound, "add": add, "run_rule": run_rule, "where": where, "check_deadline": check_deadline,
-          "Variables": Variables}
