@@ -33,9 +33,9 @@ def test_a_catastrophic_regex_is_linear_in_re2():
     expression = Expression('container.name.matches("(a+)+$")', declarations=CONTAINER)
     context = new_context()
     context["container"] = {"name": "a" * 27 + "!"}
-    started = time.perf_counter()
+    started = time.thread_time()  # CPU time of this thread: what the bound is about, and what load does not move
     assert expression.run(context) is False
-    assert time.perf_counter() - started < 0.1  # Python's backtracking re took 23.7 s on this
+    assert time.thread_time() - started < 0.1  # Python's backtracking re took 23.7 s on this
 
 
 @pytest.mark.parametrize("source, message", [
@@ -52,10 +52,10 @@ def test_what_the_estimate_lets_through_stops_at_the_run_time_bounds_quickly():
     context = _context()
     for source, message in ((NESTED, "comprehension steps"), (DOUBLING, "larger than")):
         expression = Expression(source, declarations=CONTAINER, limits=UNLIMITED)
-        started = time.perf_counter()
+        started = time.thread_time()  # CPU, not wall: at load average 12 the wall clock failed a 0.2 s run
         with pytest.raises(Exception, match=message):
             expression.run(context)
-        assert time.perf_counter() - started < 2.0  # 32 s and 1.33 GB before
+        assert time.thread_time() - started < 2.0  # 32 s and 1.33 GB before
 
 
 def test_linear_and_amortised_shapes_load():
