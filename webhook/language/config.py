@@ -57,7 +57,7 @@ class PolicyException:
         return self.expires is not None and today > self.expires
 
 
-@dataclass(frozen=True, repr=False, eq=False)
+@dataclass(frozen=True, repr=False)
 class PolicySettings:
     enabled: bool = True
     action: Optional[str] = None
@@ -65,7 +65,7 @@ class PolicySettings:
     context_failure: Optional[str] = None
 
 
-@dataclass(repr=False, eq=False)
+@dataclass(repr=False)
 class Config:
     classification: Classification = field(default_factory=Classification)
     exclude_namespaces: tuple[str, ...] = ()
