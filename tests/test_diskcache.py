@@ -5,7 +5,6 @@ import hashlib
 import json
 import marshal
 import os
-import shutil
 import subprocess
 import sys
 
@@ -24,6 +23,7 @@ from webhook.language.loader import load_policies
 from webhook.language.policy import PolicyLoadError
 
 from objects import GOOD
+from packagecopy import entries, run_copy
 
 from testdata import CORPUS  # tests/data/corpus, in the repository
 
@@ -35,10 +35,6 @@ EXPRESSIONS = [
     ("[1, 2, 3].map(x, x * 2)", {}, [2, 4, 6]),
     ("quantity('1Gi').isGreaterThan(quantity('512Mi'))", {}, True),
 ]
-
-
-def entries(directory) -> list[str]:
-    return sorted(os.path.join(root, name) for root, _, names in os.walk(directory) for name in names)
 
 
 def test_a_second_compile_is_read_back_and_behaves_the_same(tmp_path):
@@ -146,20 +142,8 @@ def test_a_changed_compiler_misses(tmp_path):
     # programs' constants) does: each generates every program again into the same cache, with the same report.
     runs = []
     for change in (None, "cel/compiler.py", "model/quantity.py"):
-        tree = tmp_path / f"tree-{len(runs)}"
-        shutil.copytree(os.path.dirname(os.path.dirname(stored.__file__)), tree / "webhook",
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copytree(BUILTIN_POLICY_DIR, tree / "policies")
-        if change:
-            with open(tree / "webhook" / change, "a") as handle:
-                handle.write("# changed\n")
-        env = dict(os.environ, AIADMIT_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(tree))
-        env.pop("AIADMIT_NO_CACHE", None)
-        before = set(entries(tmp_path / "cache"))
-        run = subprocess.run([sys.executable, "-m", "webhook", "audit", PYTORCHJOB],
-                             capture_output=True, text=True, timeout=300, env=env, cwd=str(tree))
-        added = [path for path in set(entries(tmp_path / "cache")) - before if f"{os.sep}program{os.sep}" in path]
-        runs.append((run.returncode, run.stdout, len(added)))
+        run, added = run_copy(tmp_path, change, ["-m", "webhook", "audit", PYTORCHJOB], "program")
+        runs.append((run.returncode, run.stdout, added))
     assert runs[0][2] > 0 and runs[1][2] == runs[0][2] == runs[2][2], runs  # every program generated again
     assert runs[0][:2] == runs[1][:2] == runs[2][:2] and "1 denied" in runs[0][1]
 

@@ -5,9 +5,6 @@ answer."""
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -19,10 +16,7 @@ from webhook.language.loader import load_policies
 from webhook.language.policy import PolicyLoadError
 
 from objects import GOOD
-
-def entries(directory) -> list[str]:
-    return sorted(os.path.join(root, name) for root, _, names in os.walk(directory) for name in names)
-
+from packagecopy import entries, run_copy
 
 def _shape(policies) -> list:
     """What the checks decided for every expression of every policy, and what each expression runs."""
@@ -134,20 +128,8 @@ def test_a_changed_language_module_misses(tmp_path):
     # A copy of the package whose policy compiler differs by a comment: every document is compiled and kept again.
     added = []
     for change in (None, "language/compiler.py"):
-        tree = tmp_path / f"tree-{len(added)}"
-        shutil.copytree(os.path.dirname(os.path.dirname(transcript.__file__)), tree / "webhook",
-                        ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copytree(BUILTIN_POLICY_DIR, tree / "policies")
-        if change:
-            with open(tree / "webhook" / change, "a") as handle:
-                handle.write("# changed\n")
-        env = dict(os.environ, AIADMIT_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(tree))
-        env.pop("AIADMIT_NO_CACHE", None)
-        before = set(entries(tmp_path / "cache"))
-        probe = "from webhook.app.cli import main; main(['policies'])"
-        run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, env=env,
-                             cwd=str(tree))
+        run, count = run_copy(tmp_path, change, ["-c", "from webhook.app.cli import main; main(['policies'])"],
+                              "transcript")
         assert run.returncode == 0, run.stderr
-        added.append(len([path for path in set(entries(tmp_path / "cache")) - before
-                          if f"{os.sep}transcript{os.sep}" in path]))
+        added.append(count)
     assert added[0] == added[1] > 10, added
