@@ -82,8 +82,7 @@ class DiskCache:
         code = compile(python, filename, "exec")
         if path is not None:
             self.misses += 1
-            payload = marshal.dumps(code)
-            self._write(path, hashlib.sha256(payload).digest() + payload)
+            self._write_checked(path, marshal.dumps(code))
         return code
 
     def _read_code(self, path: str) -> Optional[CodeType]:
@@ -95,6 +94,10 @@ class DiskCache:
         except (ValueError, EOFError, TypeError):
             return None
         return code if isinstance(code, CodeType) else None
+
+    def _write_checked(self, path: str, payload: bytes) -> None:
+        """`payload` behind its digest: what `_read_checked` tells a torn or foreign entry by."""
+        self._write(path, hashlib.sha256(payload).digest() + payload)
 
     def _read_checked(self, path: str) -> Optional[bytes]:
         data = self._read(path)
@@ -114,7 +117,7 @@ class DiskCache:
 
     def remember_program(self, *key: str, data: bytes) -> None:
         if self.enabled:
-            self._write(self._path("program", *key), hashlib.sha256(data).digest() + data)
+            self._write_checked(self._path("program", *key), data)
 
     # ------------------------------------------------------------------ what a policy's compile was answered
     def recall_transcript(self, key: str) -> Optional[bytes]:
@@ -124,7 +127,7 @@ class DiskCache:
 
     def remember_transcript(self, key: str, data: bytes) -> None:
         if self.enabled:
-            self._write(self._path("transcript", key), hashlib.sha256(data).digest() + data)
+            self._write_checked(self._path("transcript", key), data)
 
     # ------------------------------------------------------------------ policy files' documents
     def recall_documents(self, key: str) -> Optional[bytes]:
@@ -133,7 +136,7 @@ class DiskCache:
 
     def remember_documents(self, key: str, data: bytes) -> None:
         if self.enabled:
-            self._write(self._path("documents", key), hashlib.sha256(data).digest() + data)
+            self._write_checked(self._path("documents", key), data)
 
     # ------------------------------------------------------------------ what a check found
     def recall(self, *key: str) -> Optional[bytes]:

@@ -33,13 +33,19 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _IMPORTED = ("../k8s/quotascope.py", "../k8s/versions.py", "../model/quantity.py")
 
 
+def feed(hashed: Any, root: str, paths: Any) -> Any:
+    """`hashed` (a hashlib object) fed with each file of `paths` in turn: its path relative to `root`, NUL, its
+    bytes, NUL. How every digest of code that a cache entry depends on is spelt (this module's, the checker's in
+    language/celrecord.py, the transcripts' and the parsed documents' in language/)."""
+    for path in paths:
+        with open(path, "rb") as handle:
+            hashed.update(os.path.relpath(path, root).encode() + b"\0" + handle.read() + b"\0")
+    return hashed
+
+
 @lru_cache(maxsize=1)
 def _package_hash() -> Any:
-    hashed = hashlib.sha256()
-    for path in sorted(glob.glob(os.path.join(_HERE, "*.py"))):
-        with open(path, "rb") as handle:
-            hashed.update(os.path.basename(path).encode() + b"\0" + handle.read() + b"\0")
-    return hashed
+    return feed(hashlib.sha256(), _HERE, sorted(glob.glob(os.path.join(_HERE, "*.py"))))
 
 
 def package_hash() -> Any:
@@ -51,11 +57,7 @@ def package_hash() -> Any:
 @lru_cache(maxsize=1)
 def identity() -> str:
     """A digest of the code that generates programs and of the code their constants come from."""
-    hashed = package_hash()
-    for name in _IMPORTED:
-        with open(os.path.join(_HERE, name), "rb") as handle:
-            hashed.update(name.encode() + b"\0" + handle.read() + b"\0")
-    return hashed.hexdigest()
+    return feed(package_hash(), _HERE, [os.path.join(_HERE, name) for name in _IMPORTED]).hexdigest()
 
 
 _PLAIN = (str, int, float, bool, type(None), bytes)

@@ -22,7 +22,7 @@ from typing import Any, Mapping, Optional
 from webhook.cel.checker import Struct
 from webhook.cel.cost import Limits
 from webhook.cel.environment import CelError
-from webhook.cel.stored import package_hash
+from webhook.cel.stored import feed, package_hash
 from webhook.language import declarations as _declarations
 
 _DECLARATIONS = os.path.abspath(_declarations.__file__)  # after webhook/cel/ in sorted order (the key's formula)
@@ -32,10 +32,7 @@ _DECLARATIONS = os.path.abspath(_declarations.__file__)  # after webhook/cel/ in
 def checker_identity() -> str:
     """A digest of the code that decides a check: webhook/cel/*.py and language/declarations.py, in sorted order
     (each its file name, NUL, its text, NUL); the CEL files' part is cel/stored.py's, read once for both."""
-    hashed = package_hash()
-    with open(_DECLARATIONS, "rb") as handle:
-        hashed.update(os.path.basename(_DECLARATIONS).encode() + b"\0" + handle.read() + b"\0")
-    return hashed.hexdigest()
+    return feed(package_hash(), os.path.dirname(_DECLARATIONS), [_DECLARATIONS]).hexdigest()
 
 
 def encode_type(kind: Any) -> Any:

@@ -24,6 +24,7 @@ from typing import Any, Optional
 
 import yaml
 
+from webhook.cel.stored import feed
 from webhook.inputs.sources import Loaded, collector_paused, load_text, read_text
 from webhook.model.resource import Origin, Resource
 
@@ -36,9 +37,7 @@ def _code_identity() -> str:
     """A digest of the code that turns a file's text into its documents, and of PyYAML's version."""
     hashed = hashlib.sha256(f"{yaml.__version__} {getattr(yaml, '__with_libyaml__', False)}".encode())
     for pattern in _READERS:
-        for path in sorted(glob.glob(os.path.join(_WEBHOOK, pattern))):
-            with open(path, "rb") as handle:
-                hashed.update(os.path.relpath(path, _WEBHOOK).encode() + b"\0" + handle.read() + b"\0")
+        feed(hashed, _WEBHOOK, sorted(glob.glob(os.path.join(_WEBHOOK, pattern))))
     return hashed.hexdigest()
 
 

@@ -45,10 +45,7 @@ def _code_identity() -> str:
     imports (cel/stored.py's identity: the quantity and version code a constant's check runs), and every
     webhook/language/*.py, digested."""
     hashed = hashlib.sha256(celrecord.checker_identity().encode() + b"\0" + stored.identity().encode())
-    for path in sorted(glob.glob(os.path.join(_HERE, "*.py"))):
-        with open(path, "rb") as handle:
-            hashed.update(os.path.basename(path).encode() + b"\0" + handle.read() + b"\0")
-    return hashed.hexdigest()
+    return stored.feed(hashed, _HERE, sorted(glob.glob(os.path.join(_HERE, "*.py")))).hexdigest()
 
 
 def key(doc: Any, params_override: Any, limits: Any) -> str:

@@ -64,10 +64,6 @@ class Places:
         self._plain = origin.cluster is None and bool(origin.file) and origin.file not in STDIN_NAMES
         self._seen: dict = {}
 
-    def position(self, pointer: str) -> tuple[int, int]:
-        """(line, column) of `pointer`, (0, 0) when the input has no positions."""
-        return self._position(pointer) if self._position is not None else (0, 0)
-
     def prefix(self, pointer: str) -> tuple[int, int, str]:
         """(line, column, what a text line about `pointer` begins with: `file:line:col`, or the resource and
         field where there is no line to point at)."""
