@@ -153,3 +153,34 @@ def test_whole_corpus_without_a_crash():
     assert [(os.path.basename(e["file"]), e["line"]) for e in document["errors"]] == [
         ("ai-ml__gke-model-armor__preparing-the-model__vllm-gemma-deployment.yaml", 37)]
     assert not [f for f in document["findings"] if f["result"] == "error"], "rules that failed to evaluate"
+
+
+FREEZE_PROBE = """\
+import gc, sys
+from webhook.app import cli
+before = gc.get_freeze_count()
+if sys.argv[1] == "main":
+    code = cli.main(["audit", sys.argv[2]])
+    print(code, gc.get_freeze_count() - before, gc.isenabled())
+else:
+    import atexit
+    atexit.register(lambda: print(gc.get_freeze_count() > before, gc.isenabled(), file=sys.stderr))
+    sys.argv = ["aiadmit", "audit", sys.argv[2]]
+    cli.entry()
+"""
+
+
+@pytest.mark.parametrize("how", ["main", "entry"])
+def test_only_the_audit_process_freezes_its_objects(tmp_path, how):
+    """The console script ends after the report, so it may freeze what the audit built out of the collector's reach;
+    an in-process caller (cli.main: tests, embedding) goes on, and gets nothing frozen for good and the collector
+    back on."""
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(GPU_POD)
+    done = subprocess.run([sys.executable, "-c", FREEZE_PROBE, how, str(pod)], capture_output=True, text=True,
+                          timeout=120)
+    if how == "main":
+        assert done.stdout.splitlines()[-1].split() == ["1", "0", "True"], done.stdout
+    else:
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.split()[-2:] == ["True", "True"], done.stderr

@@ -39,12 +39,15 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The exit code of one command line run in this process, which goes on afterwards (tests, embedding)."""
     return _execute(build_parser(sys.argv[1:] if argv is None else argv), argv)
 
 
-def _execute(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
-    """The exit code of one command line."""
+def _execute(parser: argparse.ArgumentParser, argv: list[str] | None, one_shot: bool = False) -> int:
+    """The exit code of one command line. `one_shot`: the process ends with it, so a command may leave what it
+    built to the exit (`args.one_shot`; the audit freezes its objects out of the garbage collector's reach)."""
     args = parser.parse_args(argv)
+    args.one_shot = one_shot
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
@@ -58,7 +61,7 @@ def _execute(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
 
 def entry() -> None:
     """`aiadmit` as a process (the console script and `python -m webhook`)."""
-    sys.exit(_execute(build_parser(sys.argv[1:]), None))
+    sys.exit(_execute(build_parser(sys.argv[1:]), None, one_shot=True))
 
 
 if __name__ == "__main__":  # pragma: no cover

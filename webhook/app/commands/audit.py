@@ -81,13 +81,14 @@ def _color(choice: str) -> bool:
 
 
 def run(args) -> int:
-    if args.cluster:
+    if args.cluster or not args.one_shot:
         return _run(args)
     # A file audit builds what lives until its report is written, and the cyclic collector would only walk it
-    # again and again (a quarter of the SARIF report's time for 5,000 objects; bench/RESULTS.md). The process ends
-    # after the report (audit_paths' `one_shot`), so all of it is frozen before the collector runs again: else its
-    # first collection walks every object the audit made, once more, just before exit (44 M instructions of the
-    # corpus x10's 4.7 G; bench/RESULTS.md, 2026-12-07, h-report).
+    # again and again (a quarter of the SARIF report's time for 5,000 objects; bench/RESULTS.md). When the process
+    # ends after the report (`aiadmit` as a process: cli.entry), all of it is frozen before the collector runs
+    # again: else its first collection walks every object the audit made, once more, just before exit (44 M
+    # instructions of the corpus x10's 4.7 G; bench/RESULTS.md, 2026-12-07, h-report). In-process callers
+    # (cli.main) go on afterwards, so nothing of theirs is frozen for good.
     with collector_paused(freeze=True):
         return _run(args)
 
@@ -140,7 +141,7 @@ def _run(args) -> int:
     else:
         # Each object's part of the report is rendered by the worker that evaluated it, in parallel.
         prepare = partial(fragment, args.format, engine=engine, **options)
-        result = audit_paths(engine, args.paths, one_shot=True, prepare=prepare, **selection)
+        result = audit_paths(engine, args.paths, one_shot=args.one_shot, prepare=prepare, **selection)
     for problem in object_problems:  # a Policy or PolicyException that does not load: left out, exit 2
         print(f"{problem} (not loaded)", file=sys.stderr)
     for line in of_result(result, quiet=args.quiet):  # one form and one stream for what is not a finding
