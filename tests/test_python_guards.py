@@ -10,7 +10,6 @@ The findings must be the same, message for message.
 from __future__ import annotations
 
 import copy
-import dataclasses
 
 import pytest
 
@@ -19,6 +18,7 @@ from webhook.engine.planning import Plan, _held
 from webhook.inputs.sources import load_paths
 from webhook.language.guards import python_guards
 from webhook.model.resource import Resource
+from webhook.model.valueclass import replace
 
 from testdata import CORPUS  # tests/data/corpus, in the repository
 
@@ -65,7 +65,7 @@ def _unguarded(engine: Engine) -> Engine:
     policies = []
     for policy in engine.policies:
         bare = copy.copy(policy)
-        bare.rules = [dataclasses.replace(rule, presence=()) for rule in policy.rules]
+        bare.rules = [replace(rule, presence=()) for rule in policy.rules]
         policies.append(bare)
     return Engine(policies, engine.config, engine.intree)
 
