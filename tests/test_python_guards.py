@@ -127,6 +127,9 @@ def test_which_conjuncts_are_guards():
     assert python_guards("pod.volumes.exists(v, has(w.image))") == ()  # not the loop variable: no guard
     assert python_guards("pod.volumes.exists(v, has(v.image) || true)") == ()
     assert python_guards("has(pod.volumes) || x") == ()  # only top-level `&&` operands
+    # has() guards first, then exists-has() ones, each in the order written (the engine's plan numbers them so)
+    assert python_guards("has(pod.a) && pod.v.exists(e, has(e.f)) && (has(pod.b) && c) && has(pod.c)") == (
+        ("pod", ("a",)), ("pod", ("c",)), ("pod", ("v",), "f"))
     named = {"vols": "has(pod.volumes) && pod.volumes.exists(v, has(v.image))", "either": "a || b",
              "outer": "variables.vols && z"}
     assert python_guards("variables.outer && variables.either", named) == (
