@@ -9,6 +9,15 @@ def test_params_are_folded_outside_strings():
     assert inline_params('params.n > 1 && x == "params.n"', {"n": 2}) == '(2) > 1 && x == "params.n"'
 
 
+def test_a_source_naming_no_params_is_returned_as_it_is():
+    # The policy compiler folds params into every expression at load; most name none (checked by the substring).
+    source = 'container.image.endsWith(":latest") && x == "parameters"'
+    assert inline_params(source, {"n": 2}) is source
+    assert inline_params('x == "params.n"', {}) == 'x == "params.n"'  # only inside a string: nothing replaced
+    with pytest.raises(CelError, match="unknown parameter 'm'"):
+        inline_params("1 < params . m", {"n": 2})
+
+
 def test_unknown_param_fails_at_compile_time():
     with pytest.raises(CelError, match="unknown parameter 'm'"):
         Expression("params.m > 1", {"n": 2})

@@ -83,15 +83,16 @@ def test_a_recorded_failure_replays_as_the_same_error():
 
 def _formula(source, params, declarations, limits) -> str:
     """The key as the record was built: sha256 of the JSON list of the parts, each spelt out afresh."""
-    import dataclasses
     import hashlib
     import json
 
     from webhook.cel.cost import Limits
+    limits = limits if limits is not None else Limits()
     declared = ("\0".join(f"{name}={json.dumps(celrecord.encode_type(declarations[name]), sort_keys=True)}"
                           for name in sorted(declarations)) if declarations is not None else "(any name)")
     whole = json.dumps([celrecord.checker_identity(), source, json.dumps(params, sort_keys=True, default=repr),
-                        declared, json.dumps(list(dataclasses.astuple(limits if limits is not None else Limits())))])
+                        declared, json.dumps([limits.max_object_bytes, limits.per_expression, limits.min_item_bytes,
+                                    limits.max_value_factor])])
     return hashlib.sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()
 
 

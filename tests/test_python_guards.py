@@ -10,7 +10,6 @@ The findings must be the same, message for message.
 from __future__ import annotations
 
 import copy
-import dataclasses
 
 import pytest
 
@@ -19,6 +18,7 @@ from webhook.engine.planning import Plan, _held
 from webhook.inputs.sources import load_paths
 from webhook.language.guards import python_guards
 from webhook.model.resource import Resource
+from webhook.model.valueclass import replace
 
 from testdata import CORPUS  # tests/data/corpus, in the repository
 
@@ -65,7 +65,7 @@ def _unguarded(engine: Engine) -> Engine:
     policies = []
     for policy in engine.policies:
         bare = copy.copy(policy)
-        bare.rules = [dataclasses.replace(rule, presence=()) for rule in policy.rules]
+        bare.rules = [replace(rule, presence=()) for rule in policy.rules]
         policies.append(bare)
     return Engine(policies, engine.config, engine.intree)
 
@@ -127,6 +127,9 @@ def test_which_conjuncts_are_guards():
     assert python_guards("pod.volumes.exists(v, has(w.image))") == ()  # not the loop variable: no guard
     assert python_guards("pod.volumes.exists(v, has(v.image) || true)") == ()
     assert python_guards("has(pod.volumes) || x") == ()  # only top-level `&&` operands
+    # has() guards first, then exists-has() ones, each in the order written (the engine's plan numbers them so)
+    assert python_guards("has(pod.a) && pod.v.exists(e, has(e.f)) && (has(pod.b) && c) && has(pod.c)") == (
+        ("pod", ("a",)), ("pod", ("c",)), ("pod", ("v",), "f"))
     named = {"vols": "has(pod.volumes) && pod.volumes.exists(v, has(v.image))", "either": "a || b",
              "outer": "variables.vols && z"}
     assert python_guards("variables.outer && variables.either", named) == (

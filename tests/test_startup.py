@@ -26,6 +26,7 @@ NOT_FOR_ONE_FILE = (
     "jsonschema",  # the schema checks of the bundle are on record (policies/checked.json)
     "cel.cel",  # the reference CEL library: every built-in expression compiles natively
     "ruamel.yaml",  # `aiadmit fix`
+    "dataclasses", "inspect",  # the audit's value classes are written out (model/valueclass.py)
     "webhook.app.policytest",  # `aiadmit test`
     "webhook.app.commands.serve", "webhook.app.commands.test", "webhook.app.commands.fix",
     "webhook.app.commands.cel", "webhook.app.commands.certs", "webhook.app.commands.policies",

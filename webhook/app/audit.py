@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
 from webhook.engine.core import Engine
@@ -14,15 +13,23 @@ from webhook.app.parallel import can_fork, fork_map, payload, rebuild, shared
 from webhook.inputs.sources import iter_manifest_files, load_paths
 
 
-@dataclass(repr=False, eq=False)
 class AuditResult:
-    evaluations: list[Evaluation] = field(default_factory=list)
-    errors: list[InputError] = field(default_factory=list)
-    skipped: list[InputError] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    evaluations: list[Evaluation]
+    errors: list[InputError]
+    skipped: list[InputError]
+    notes: list[str]
     # What `prepare` (audit_paths) made of each evaluation, in the same order, where it was evaluated: a report's
     # per-object part, rendered by the worker process that held the object (webhook.outputs.reports.fragment).
     prepared: Optional[list] = None
+
+    def __init__(self, evaluations: list[Evaluation] | None = None, errors: list[InputError] | None = None,
+                 skipped: list[InputError] | None = None, notes: list[str] | None = None,
+                 prepared: Optional[list] = None) -> None:
+        self.evaluations = [] if evaluations is None else evaluations
+        self.errors = [] if errors is None else errors
+        self.skipped = [] if skipped is None else skipped
+        self.notes = [] if notes is None else notes
+        self.prepared = prepared
 
     @property
     def findings(self) -> list[Finding]:

@@ -9,7 +9,6 @@ as always (all or nothing).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import stat
 from typing import Optional
@@ -20,6 +19,7 @@ from webhook.inputs.sources import Loaded
 from webhook.language.loader import compile_loaded
 from webhook.language.objects import (EXCEPTION_PLURAL, GROUP, POLICY_PLURAL, VERSION, _schema_view, is_exception,
                                       is_policy, load_exception_object, load_policy_object)
+from webhook.model.valueclass import replace
 
 MARKER = b"aiadmit.dev/"  # a file without it holds no aiadmit object: not parsed twice
 
@@ -105,5 +105,5 @@ def extend(engine: Engine, policies=None, exceptions=None, files: Optional[Loade
             extra.append(exception)
     if not added and not extra:
         return engine, problems
-    config = dataclasses.replace(config, exceptions=tuple(config.exceptions) + tuple(extra))
+    config = replace(config, exceptions=tuple(config.exceptions) + tuple(extra))
     return Engine(list(engine.by_id.values()) + added, config), problems

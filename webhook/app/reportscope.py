@@ -17,15 +17,16 @@ The answer is a set of (namespace, kind id) pairs, namespace None for every name
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional
+
+from webhook.language.config import Config
+from webhook.model.valueclass import replace
 
 EVERYWHERE = None
 
 
 def _config_rest(engine) -> object:
-    return dataclasses.replace(engine.config, exceptions=(), source=None) if dataclasses.is_dataclass(
-        engine.config) else engine.config
+    return replace(engine.config, exceptions=(), source=None) if isinstance(engine.config, Config) else engine.config
 
 
 def _admitting(policies, audited: dict[str, str]) -> set[str]:

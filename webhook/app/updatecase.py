@@ -10,21 +10,21 @@ with a warning), not `fail`.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional
 
 from webhook.app.admission import already_there, findings_before
 from webhook.engine.core import Engine
 from webhook.model.findings import Finding
 from webhook.model.resource import Resource
+from webhook.model.valueclass import replace
 
 ALREADY_PRESENT = "already-present"
 
 
 def as_update(new: Resource, old: Resource) -> tuple[Resource, Resource]:
     """The two objects as an UPDATE review gives them to the engine: the new one with `oldObject` set."""
-    updated = Resource(new.obj, dataclasses.replace(new.origin, operation="UPDATE", old_object=old.obj))
-    stored = Resource(old.obj, dataclasses.replace(old.origin, operation="UPDATE", old_object=None))
+    updated = Resource(new.obj, replace(new.origin, operation="UPDATE", old_object=old.obj))
+    stored = Resource(old.obj, replace(old.origin, operation="UPDATE", old_object=None))
     return updated, stored
 
 

@@ -21,11 +21,11 @@ MAX_STEPS, MAX_SIZE). The limits are configurable (Limits).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from webhook.cel.checker import CheckError
 from webhook.cel.tree import children
+from webhook.model.valueclass import Frozen
 
 _STRING_FUNCTIONS = frozenset({"matches", "find", "findAll", "contains", "startsWith", "endsWith", "split",
                                "replace", "indexOf", "lastIndexOf", "join", "lowerAscii", "upperAscii", "trim",
@@ -43,8 +43,7 @@ _FACTORS = {"ip.isCanonical": 2.0, "validate": 32.0}
 _COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "existsOne", "map", "filter"})
 
 
-@dataclass(frozen=True, repr=False)
-class Limits:
+class Limits(Frozen):
     """`max_object_bytes`: the size of the largest object (the API server's request limit);
     `per_expression`: the estimated cost above which an expression does not load.
 
@@ -56,6 +55,25 @@ class Limits:
     per_expression: float = 1e13
     min_item_bytes: int = 16
     max_value_factor: float = 64.0  # no string or list built may be estimated larger than this many objects
+
+    def __init__(self, max_object_bytes: int = 3 * 1024 * 1024, per_expression: float = 1e13, min_item_bytes: int = 16,
+                 max_value_factor: float = 64.0) -> None:
+        object.__setattr__(self, "max_object_bytes", max_object_bytes)
+        object.__setattr__(self, "per_expression", per_expression)
+        object.__setattr__(self, "min_item_bytes", min_item_bytes)
+        object.__setattr__(self, "max_value_factor", max_value_factor)
+
+    def _compared(self) -> tuple:
+        """The fields `==` compares and the hash digests."""
+        return (self.max_object_bytes, self.per_expression, self.min_item_bytes, self.max_value_factor)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
 
 
 class _Est:

@@ -138,6 +138,8 @@ def inline_params(source: str, params: dict) -> str:
     the program at compile time: nothing to bind per evaluation, and a typo in a
     parameter name fails the policy at load instead of at the first review.
     """
+    if "params" not in source:  # most expressions name none: nothing to replace, no scan of the source
+        return source
     return _outside_strings(source, lambda code: _inline(code, params))
 
 
@@ -185,8 +187,13 @@ def required_presence(source: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     a rule whose guard cannot hold. For a pod that is not an AI workload this
     is the difference between microseconds and a CEL evaluation.
     """
+    return presence_in(conjuncts(source))
+
+
+def presence_in(parts: list[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The `has(container.a.b)` guards among `parts`, the conjuncts of a source (`required_presence` of it)."""
     out = []
-    for part in conjuncts(source):
+    for part in parts:
         match = _PRESENCE.match(part)
         if match:
             path = tuple(token.strip() for token in match.group(2).split(".") if token.strip())

@@ -15,7 +15,6 @@ Kubernetes' syntax (`\\z` accepted, look-behind rejected).
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
 from webhook.cel import k8slibs, lists as cel_lists, quantities as kq
@@ -26,22 +25,28 @@ from webhook.cel.parser import INT64_MAX, INT64_MIN, UInt
 from webhook.cel.runtime import EvalError, equals, expecting, less, overload, Optional as Opt, NONE, MAX_SIZE
 from webhook.k8s.quotascope import quota_selects
 from webhook.model.quantity import QuantityError, format_bytes, parse_quantity
+from webhook.model.valueclass import Frozen
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class Function:
+class Function(Frozen):
     """One function: `args` are the kinds of its arguments, receiver first (`any`, `string`, `int`, `number`,
     `list`, `map`, `quantity`, `bool`, `optional`), one tuple per accepted arity; `result` its type (or None: dyn)."""
 
-    name: str
-    origin: str  # cel | kubernetes | aiadmit
-    args: tuple[tuple[str, ...], ...]
-    result: Optional[Any]
-    call: Callable[..., Any]
-    member: Optional[bool] = None  # True: only x.f(...); False: only f(...); None: both
-    doc: str = ""
-    pattern: Optional[int] = None  # the argument (receiver first) that is a regular expression: checked at load
-    check: Optional[Callable[[list, bool], Optional[str]]] = None  # (kinds, a method call?) -> why not, or None
+    def __init__(self, name: str, origin: str, args: tuple[tuple[str, ...], ...], result: Optional[Any],
+                 call: Callable[..., Any], member: Optional[bool] = None, doc: str = "", pattern: Optional[int] = None,
+                 check: Optional[Callable[[list, bool], Optional[str]]] = None) -> None:
+        """`origin`: cel | kubernetes | aiadmit; `member` True: only x.f(...), False: only f(...), None: both;
+        `pattern`: the argument (receiver first) that is a regular expression, checked at load; `check`:
+        (kinds, a method call?) -> why not, or None."""
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "origin", origin)
+        object.__setattr__(self, "args", args)
+        object.__setattr__(self, "result", result)
+        object.__setattr__(self, "call", call)
+        object.__setattr__(self, "member", member)
+        object.__setattr__(self, "doc", doc)
+        object.__setattr__(self, "pattern", pattern)
+        object.__setattr__(self, "check", check)
 
     @staticmethod
     def check_pattern(pattern: str) -> None:
@@ -386,7 +391,7 @@ FUNCTIONS: dict[str, Function] = {f.name: f for f in (
        "the API server's ResourceQuota scope matching"),
 )}
 
-FUNCTIONS.update({name: replace(FUNCTIONS[name], check=test) for name, test in k8slibs.CHECKS.items()})
+FUNCTIONS.update({name: Function(**{**vars(FUNCTIONS[name]), "check": test}) for name, test in k8slibs.CHECKS.items()})
 
 # What the reference library (the fallback) is given: plain callables by name (no namespaced names: it has its own)
 CALLABLES: dict[str, Callable[..., Any]] = {name: f.call for name, f in FUNCTIONS.items() if "." not in name}

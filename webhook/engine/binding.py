@@ -9,7 +9,6 @@ a mutation applied to the working copy is seen by every later rule.
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
 from typing import Any, Optional
 
 from webhook.cel.environment import Activation
@@ -22,7 +21,6 @@ from webhook.model.findings import Evaluation
 from webhook.model.resource import Resource
 
 
-@dataclass(repr=False, eq=False)
 class Scope:
     """What one evaluation of one resource knows, shared by every policy of it."""
 
@@ -45,6 +43,27 @@ class Scope:
     # The config's classification, widened by the DeviceClasses the facts know (k8s/deviceclasses.py): the workload,
     # the CEL bindings and the mutations all classify with this one.
     classification: Optional[Classification] = None
+
+    def __init__(self, resource: Resource, workload: Optional[Workload], facts: ClusterFacts, cluster: Optional[dict],
+                 ceiling: Optional[str], evaluation: Evaluation, variables: frozenset = frozenset(), chosen: tuple = (),
+                 bound: bool = False, devices: Optional[dict] = None, unreadable: tuple = (),
+                 entered: Optional[tuple] = None, reads: Optional[tuple] = None, claims: Any = False,
+                 classification: Optional[Classification] = None) -> None:
+        self.resource = resource
+        self.workload = workload
+        self.facts = facts
+        self.cluster = cluster
+        self.ceiling = ceiling
+        self.evaluation = evaluation
+        self.variables = variables
+        self.chosen = chosen
+        self.bound = bound
+        self.devices = devices
+        self.unreadable = unreadable
+        self.entered = entered
+        self.reads = reads
+        self.claims = claims
+        self.classification = classification
 
 
 def bind_resource(context: Activation, scope: Scope, chosen: list, classification: Classification,

@@ -16,7 +16,6 @@ once more, in order, after all of them (the API server's reinvocation: one more 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from webhook.cel import messages
@@ -31,15 +30,22 @@ from webhook.model.facts import ClusterFacts
 from webhook.model.resource import Resource
 
 
-@dataclass(repr=False, eq=False)
 class Outcome:
     """What the MAPs did to one object: the object after them, and what was said on the way."""
 
     patched: Any
-    steps: list = field(default_factory=list)  # (policy, binding, before, after): each invocation that changed it
-    denied: list = field(default_factory=list)  # (policy, binding, the API server's whole message)
-    skipped: list = field(default_factory=list)  # (policy, binding, reason): not decidable offline
-    matched: list = field(default_factory=list)  # policy names a binding matched
+    steps: list  # (policy, binding, before, after): each invocation that changed it
+    denied: list  # (policy, binding, the API server's whole message)
+    skipped: list  # (policy, binding, reason): not decidable offline
+    matched: list  # policy names a binding matched
+
+    def __init__(self, patched: Any, steps: list | None = None, denied: list | None = None, skipped: list | None = None,
+                 matched: list | None = None) -> None:
+        self.patched = patched
+        self.steps = [] if steps is None else steps
+        self.denied = [] if denied is None else denied
+        self.skipped = [] if skipped is None else skipped
+        self.matched = [] if matched is None else matched
 
 
 def mutate(intree, resource: Resource, facts: ClusterFacts, deadline: Optional[float] = None,

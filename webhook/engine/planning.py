@@ -9,11 +9,11 @@ whether its template has a pod spec: planned once per engine.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from webhook.k8s.workload import Container, PodTemplate
 from webhook.language.policy import Policy, Rule
+from webhook.model.valueclass import Frozen
 
 
 class Step:
@@ -40,8 +40,7 @@ def _fetched(step: Step, name: str, expression) -> Callable:
     return first
 
 
-@dataclass(frozen=True, repr=False)
-class Plan:
+class Plan(Frozen):
     """What one policy runs at one level (object, pod, container) for resources of given classes.
 
     `rules` may apply there, `steps` the same rules as the engine runs them; `guarded`: some of them start with a
@@ -54,12 +53,35 @@ class Plan:
     guarded: bool
     checks: tuple = ()
     needs: tuple = ()  # per rule, the bit mask of the checks it requires
-    chosen: dict = field(default_factory=dict, compare=False)
-    held: Optional[Callable] = field(default=None, compare=False)  # (obj, pod, podMeta, container) -> the bits
+    chosen: dict
+    held: Optional[Callable] = None  # (obj, pod, podMeta, container) -> the bits
     # Some rule here reads the policy's named `variables` (and it has some): only then are they bound (a policy
     # whose container rules read none, image-digest, pays nothing per container for its pod-level ones).
     binds: bool = True
-    steps: tuple = field(default=(), compare=False)
+    steps: tuple = ()
+
+    def __init__(self, rules: tuple, guarded: bool, checks: tuple = (), needs: tuple = (), chosen: dict | None = None,
+                 held: Optional[Callable] = None, binds: bool = True, steps: tuple = ()) -> None:
+        object.__setattr__(self, "rules", rules)
+        object.__setattr__(self, "guarded", guarded)
+        object.__setattr__(self, "checks", checks)
+        object.__setattr__(self, "needs", needs)
+        object.__setattr__(self, "chosen", {} if chosen is None else chosen)
+        object.__setattr__(self, "held", held)
+        object.__setattr__(self, "binds", binds)
+        object.__setattr__(self, "steps", steps)
+
+    def _compared(self) -> tuple:
+        """The fields `==` compares and the hash digests."""
+        return (self.rules, self.guarded, self.checks, self.needs, self.binds)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
 
     @classmethod
     def of(cls, policy: Policy, level: str, classes: frozenset, has_spec: bool) -> "Plan":

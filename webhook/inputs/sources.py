@@ -13,7 +13,6 @@ import os
 import stat
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Optional
 
 import yaml
@@ -101,11 +100,16 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 _SKIPPED_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", ".tox"}
 
 
-@dataclass(repr=False, eq=False)
 class Loaded:
-    resources: list[Resource] = field(default_factory=list)
-    errors: list[InputError] = field(default_factory=list)
-    skipped: list[InputError] = field(default_factory=list)  # not Kubernetes objects (e.g. Helm templates)
+    resources: list[Resource]
+    errors: list[InputError]
+    skipped: list[InputError]  # not Kubernetes objects (e.g. Helm templates)
+
+    def __init__(self, resources: list[Resource] | None = None, errors: list[InputError] | None = None,
+                 skipped: list[InputError] | None = None) -> None:
+        self.resources = [] if resources is None else resources
+        self.errors = [] if errors is None else errors
+        self.skipped = [] if skipped is None else skipped
 
     def extend(self, other: "Loaded") -> None:
         self.resources += other.resources

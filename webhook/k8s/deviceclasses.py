@@ -22,7 +22,6 @@ judged by the config's lists, with a note naming the names it could not check.
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import glob
 from functools import lru_cache
@@ -30,6 +29,7 @@ from typing import Iterable, Optional
 
 from webhook.k8s.dra import is_accelerator_class
 from webhook.k8s.workload import Classification, Workload
+from webhook.model.valueclass import replace
 
 
 def accelerated(classification: Classification, extended: Optional[dict[str, str]]) -> Classification:
@@ -46,7 +46,7 @@ def _widened(classification: Classification, extended: tuple[tuple[str, str], ..
     added = tuple(n for n in names if not classification.is_accelerator(n))
     if not added:
         return classification
-    return dataclasses.replace(classification, accelerators=classification.accelerators + added)
+    return replace(classification, accelerators=classification.accelerators + added)
 
 
 def _accelerator_names(extended: Iterable[tuple[str, str]], classes: tuple[str, ...]) -> list[str]:
@@ -77,7 +77,7 @@ def presumed(classification: Classification, names: list[str]) -> Classification
     """`classification` with `names` counted as accelerators (each matched as itself, never as a glob)."""
     if not names:
         return classification
-    return dataclasses.replace(classification,
+    return replace(classification,
                                accelerators=classification.accelerators + tuple(glob.escape(n) for n in names))
 
 

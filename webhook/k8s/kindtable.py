@@ -10,16 +10,15 @@ pointer into the tokens it descends by and the pointer text it appends.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Optional
 
 from webhook.model import pointer as jp
 from webhook.k8s.kindnames import KINDS_FILE, table_data
+from webhook.model.valueclass import Frozen
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class Rel:
+class Rel(Frozen):
     """A relative pointer of kinds.yaml (`template/spec`, `../replicas`, `""` for the place itself).
 
     `down`: its tokens when it only descends (no `..`), so it is read from the template's own node and its pointer
@@ -28,6 +27,11 @@ class Rel:
     text: str
     down: Optional[tuple[str, ...]]
     suffix: str
+
+    def __init__(self, text: str, down: Optional[tuple[str, ...]], suffix: str) -> None:
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "down", down)
+        object.__setattr__(self, "suffix", suffix)
 
 
 def rel(text: str) -> Rel:
@@ -38,8 +42,7 @@ def rel(text: str) -> Rel:
     return Rel(text, down, jp.join("", *down))
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class TemplateSpec:
+class TemplateSpec(Frozen):
     at: tuple[str, ...]
     spec: Optional[str]
     metadata: Optional[str]
@@ -65,14 +68,52 @@ class TemplateSpec:
     subtract_if_rel: Optional[Rel] = None
     container_rels: tuple[Rel, ...] = ()
 
+    def __init__(self, at: tuple[str, ...], spec: Optional[str], metadata: Optional[str], containers: tuple[str, ...],
+                 rename: tuple[tuple[str, str], ...], replicas: Optional[str], multiply: tuple[str, ...], subtract: int,
+                 name: str, default_replicas: int = 1, min_replicas: Optional[str] = None,
+                 subtract_if: Optional[str] = None, injects: tuple[tuple[tuple[str, Any], ...], ...] = (),
+                 copies: tuple[str, ...] = (), steps: tuple[tuple[str, str], ...] = (), spec_rel: Optional[Rel] = None,
+                 metadata_rel: Optional[Rel] = None, replicas_rel: Optional[Rel] = None,
+                 min_replicas_rel: Optional[Rel] = None, multiply_rels: tuple[Rel, ...] = (),
+                 subtract_if_rel: Optional[Rel] = None, container_rels: tuple[Rel, ...] = ()) -> None:
+        object.__setattr__(self, "at", at)
+        object.__setattr__(self, "spec", spec)
+        object.__setattr__(self, "metadata", metadata)
+        object.__setattr__(self, "containers", containers)
+        object.__setattr__(self, "rename", rename)
+        object.__setattr__(self, "replicas", replicas)
+        object.__setattr__(self, "multiply", multiply)
+        object.__setattr__(self, "subtract", subtract)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "default_replicas", default_replicas)
+        object.__setattr__(self, "min_replicas", min_replicas)
+        object.__setattr__(self, "subtract_if", subtract_if)
+        object.__setattr__(self, "injects", injects)
+        object.__setattr__(self, "copies", copies)
+        object.__setattr__(self, "steps", steps)
+        object.__setattr__(self, "spec_rel", spec_rel)
+        object.__setattr__(self, "metadata_rel", metadata_rel)
+        object.__setattr__(self, "replicas_rel", replicas_rel)
+        object.__setattr__(self, "min_replicas_rel", min_replicas_rel)
+        object.__setattr__(self, "multiply_rels", multiply_rels)
+        object.__setattr__(self, "subtract_if_rel", subtract_if_rel)
+        object.__setattr__(self, "container_rels", container_rels)
 
-@dataclass(frozen=True, repr=False, eq=False)
-class KindSpec:
+
+class KindSpec(Frozen):
     kind: str
     group: str
     role: Optional[str]
     accelerated_role: Optional[str]
     templates: tuple[TemplateSpec, ...]
+
+    def __init__(self, kind: str, group: str, role: Optional[str], accelerated_role: Optional[str],
+                 templates: tuple[TemplateSpec, ...]) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "group", group)
+        object.__setattr__(self, "role", role)
+        object.__setattr__(self, "accelerated_role", accelerated_role)
+        object.__setattr__(self, "templates", templates)
 
 
 def _rel(text: Optional[str]) -> Optional[Rel]:

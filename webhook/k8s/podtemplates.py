@@ -10,7 +10,6 @@ either way, this is only the shorter road.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 from webhook.model import pointer as jp
@@ -22,15 +21,22 @@ from webhook.k8s.kindtable import KindSpec, Rel
 SECTIONS = ("initContainers", "containers", "ephemeralContainers")
 
 
-@dataclass(repr=False, eq=False)
 class Container:
     """One container as policies see it, with the pointer of the real field for messages and patches."""
 
     obj: dict
     pointer: str
     section: str  # containers | initContainers | <extra field name>
-    rename: dict[str, str] = field(default_factory=dict)
-    injected: list = field(default_factory=list)  # volumes an operator mounts in it (kinds.yaml `injects`)
+    rename: dict[str, str]
+    injected: list  # volumes an operator mounts in it (kinds.yaml `injects`)
+
+    def __init__(self, obj: dict, pointer: str, section: str, rename: dict[str, str] | None = None,
+                 injected: list | None = None) -> None:
+        self.obj = obj
+        self.pointer = pointer
+        self.section = section
+        self.rename = {} if rename is None else rename
+        self.injected = [] if injected is None else injected
 
     @property
     def name(self) -> str:
@@ -53,7 +59,6 @@ class Container:
         return self.pointer + rel
 
 
-@dataclass(repr=False, eq=False)
 class PodTemplate:
     name: str
     spec: Optional[dict]  # None: the kind has no pod spec here (TrainJob's trainer)
@@ -62,6 +67,16 @@ class PodTemplate:
     metadata_pointer: Optional[str]
     containers: list[Container]
     pod_count: int
+
+    def __init__(self, name: str, spec: Optional[dict], spec_pointer: Optional[str], metadata: dict,
+                 metadata_pointer: Optional[str], containers: list[Container], pod_count: int) -> None:
+        self.name = name
+        self.spec = spec
+        self.spec_pointer = spec_pointer
+        self.metadata = metadata
+        self.metadata_pointer = metadata_pointer
+        self.containers = containers
+        self.pod_count = pod_count
 
 
 def expand(node: Any, steps: tuple[tuple[str, str], ...], base: str = "", bound: str = "", faithful: bool = True) \

@@ -22,17 +22,34 @@ The facts, as read in each release's sources (k8s.io/apiserver pkg/cel/environme
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
+from webhook.model.valueclass import Frozen
 
-@dataclass(frozen=True, repr=False)
-class KubernetesVersion:
+
+class KubernetesVersion(Frozen):
     """One supported minor release of Kubernetes and what its API server's admission CEL has."""
 
     minor: int
     cel_go: str  # the cel-go version its API server is built with
     mutating_admission_policy: str  # the MutatingAdmissionPolicy apiVersion it serves ("" when off by default)
+
+    def __init__(self, minor: int, cel_go: str, mutating_admission_policy: str) -> None:
+        object.__setattr__(self, "minor", minor)
+        object.__setattr__(self, "cel_go", cel_go)
+        object.__setattr__(self, "mutating_admission_policy", mutating_admission_policy)
+
+    def _compared(self) -> tuple:
+        """The fields `==` compares and the hash digests."""
+        return (self.minor, self.cel_go, self.mutating_admission_policy)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
 
     @property
     def name(self) -> str:
@@ -65,8 +82,7 @@ def version(text: str) -> KubernetesVersion:
                      f"{', '.join(v.name for v in SUPPORTED)}; the reference is {REFERENCE})")
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class CelFeature:
+class CelFeature(Frozen):
     """Kubernetes CEL that only some versions accept: a library gated by a compatibility version (`library`), or
     syntax of the binary's parser (`parser`), each the minor that introduced it."""
 
@@ -74,6 +90,12 @@ class CelFeature:
     what: str
     library: Optional[int] = None
     parser: Optional[int] = None
+
+    def __init__(self, name: str, what: str, library: Optional[int] = None, parser: Optional[int] = None) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "what", what)
+        object.__setattr__(self, "library", library)
+        object.__setattr__(self, "parser", parser)
 
     def runs_on(self, server: KubernetesVersion) -> bool:
         """Whether `server` runs an expression that uses it (stored: every library its binary has)."""

@@ -9,7 +9,6 @@ resource so that policies only match on it.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any, Callable, Iterable, Optional
 
@@ -20,6 +19,7 @@ from webhook.k8s.dra import IMPLICIT_PREFIX
 from webhook.k8s.kindtable import KindSpec, TemplateSpec, kind_table, template_spec
 from webhook.k8s.podtemplates import Container, PodTemplate, locate, no_tick
 from webhook.k8s.shape import TooLarge, searchable, template_entries, unlisted_name
+from webhook.model.valueclass import Frozen
 
 __all__ = ["AI_CLASSES", "ROLES", "Classification", "Container", "KindSpec", "PodTemplate", "ShapeError",
            "TemplateSpec", "Workload", "build_workload", "effective_tier", "kind_table", "no_tick",
@@ -29,7 +29,6 @@ AI_CLASSES = frozenset({"accelerated", "training", "inference", "notebook"})
 ROLES = ("training", "inference", "notebook")
 
 
-@dataclass(repr=False, eq=False)
 class Workload:
     resource: Resource
     templates: list[PodTemplate]
@@ -38,16 +37,28 @@ class Workload:
     tier: Optional[str]
     devices: frozenset[str]
     pod_count: int
-    errors: list[ShapeError] = field(default_factory=list)  # bad fields: each left out, the rest still checked
+    errors: list[ShapeError]  # bad fields: each left out, the rest still checked
     unlisted: Optional[str] = None  # "Kind (group)" when not in the kinds table: templates found by shape
+
+    def __init__(self, resource: Resource, templates: list[PodTemplate], classes: frozenset[str], role: Optional[str],
+                 tier: Optional[str], devices: frozenset[str], pod_count: int, errors: list[ShapeError] | None = None,
+                 unlisted: Optional[str] = None) -> None:
+        self.resource = resource
+        self.templates = templates
+        self.classes = classes
+        self.role = role
+        self.tier = tier
+        self.devices = devices
+        self.pod_count = pod_count
+        self.errors = [] if errors is None else errors
+        self.unlisted = unlisted
 
     @property
     def is_ai(self) -> bool:
         return bool(self.classes & AI_CLASSES)
 
 
-@dataclass(frozen=True, repr=False)
-class Classification:
+class Classification(Frozen):
     """Settings of the classifier, from the config file's `classification` section."""
 
     accelerators: tuple[str, ...] = (
@@ -69,6 +80,32 @@ class Classification:
     role_label: str = "aiadmit.dev/role"
     notebook_label: str = "notebook-name"
     notebooks_are_untrusted: bool = True
+
+    def __init__(self, accelerators: tuple[str, ...] = accelerators, device_classes: tuple[str, ...] = device_classes,
+                 non_accelerators: tuple[str, ...] = (), tier_label: str = "aiadmit.dev/tier",
+                 role_label: str = "aiadmit.dev/role", notebook_label: str = "notebook-name",
+                 notebooks_are_untrusted: bool = True) -> None:
+        # (the two tuples' defaults are the class attributes above, read when this function is defined)
+        object.__setattr__(self, "accelerators", accelerators)
+        object.__setattr__(self, "device_classes", device_classes)
+        object.__setattr__(self, "non_accelerators", non_accelerators)
+        object.__setattr__(self, "tier_label", tier_label)
+        object.__setattr__(self, "role_label", role_label)
+        object.__setattr__(self, "notebook_label", notebook_label)
+        object.__setattr__(self, "notebooks_are_untrusted", notebooks_are_untrusted)
+
+    def _compared(self) -> tuple:
+        """The fields `==` compares and the hash digests."""
+        return (self.accelerators, self.device_classes, self.non_accelerators, self.tier_label, self.role_label,
+                self.notebook_label, self.notebooks_are_untrusted)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
 
     def is_accelerator(self, resource_name: str) -> bool:
         known = self._accelerators

@@ -12,7 +12,6 @@ expression is checked.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -24,6 +23,7 @@ from webhook.cel.cost import Limits
 from webhook.cel.environment import CelError
 from webhook.cel.stored import feed, package_hash
 from webhook.language import declarations as _declarations
+from webhook.model.valueclass import astuple
 
 _DECLARATIONS = os.path.abspath(_declarations.__file__)  # after webhook/cel/ in sorted order (the key's formula)
 
@@ -70,7 +70,7 @@ for _level in _declarations.LEVELS.values():
         _SPELT[id(_kind)] = (_kind, json.dumps(encode_type(_kind), sort_keys=True))
 
 
-_DEFAULT_LIMITS = json.dumps(list(dataclasses.astuple(Limits())))
+_DEFAULT_LIMITS = json.dumps(list(astuple(Limits())))
 
 
 # Spelt-out parts of a key, by the identity of the object spelt (kept alive here, so an id is never reused while its
@@ -106,7 +106,7 @@ def _declarations_text(declarations: Optional[Mapping[str, Any]]) -> str:
 
 
 def _limits_text(limits: Any) -> str:
-    return json.dumps(list(dataclasses.astuple(limits))) if limits is not None else _DEFAULT_LIMITS
+    return json.dumps(list(astuple(limits))) if limits is not None else _DEFAULT_LIMITS
 
 
 def key(source: str, params: Optional[dict], declarations: Optional[Mapping[str, Any]], limits: Any,

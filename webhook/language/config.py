@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
-from dataclasses import dataclass, field
 from typing import Optional
 
 from webhook.cel.cost import Limits
@@ -21,6 +20,7 @@ from webhook.inputs.sources import load_text, read_text
 from webhook.k8s.workload import Classification
 from webhook.language.bundle import CONFIG_SCHEMA_FILE, DEFAULT_CONFIG_FILE
 from webhook.language.checks import Checks
+from webhook.model.valueclass import Frozen
 
 
 
@@ -30,8 +30,7 @@ class ConfigError(Exception):
         self.problems = problems
 
 
-@dataclass(frozen=True, repr=False)
-class PolicyException:
+class PolicyException(Frozen):
     name: str
     policies: tuple[str, ...]
     reason: str
@@ -39,6 +38,29 @@ class PolicyException:
     names: tuple[str, ...] = ("*",)
     kinds: tuple[str, ...] = ()
     expires: Optional[dt.date] = None
+
+    def __init__(self, name: str, policies: tuple[str, ...], reason: str, namespaces: tuple[str, ...] = ("*",),
+                 names: tuple[str, ...] = ("*",), kinds: tuple[str, ...] = (),
+                 expires: Optional[dt.date] = None) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "policies", policies)
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "namespaces", namespaces)
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "kinds", kinds)
+        object.__setattr__(self, "expires", expires)
+
+    def _compared(self) -> tuple:
+        """The fields `==` compares and the hash digests."""
+        return (self.name, self.policies, self.reason, self.namespaces, self.names, self.kinds, self.expires)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
 
     def covers_namespace(self, policy: str, namespace: str) -> bool:
         if "*" not in self.policies and policy not in self.policies:
@@ -57,30 +79,80 @@ class PolicyException:
         return self.expires is not None and today > self.expires
 
 
-@dataclass(frozen=True, repr=False)
-class PolicySettings:
+class PolicySettings(Frozen):
     enabled: bool = True
     action: Optional[str] = None
     params: Optional[dict] = None
     context_failure: Optional[str] = None
 
+    def __init__(self, enabled: bool = True, action: Optional[str] = None, params: Optional[dict] = None,
+                 context_failure: Optional[str] = None) -> None:
+        object.__setattr__(self, "enabled", enabled)
+        object.__setattr__(self, "action", action)
+        object.__setattr__(self, "params", params)
+        object.__setattr__(self, "context_failure", context_failure)
 
-@dataclass(repr=False)
+    def _compared(self) -> tuple:
+        """The fields `==` compares and the hash digests."""
+        return (self.enabled, self.action, self.params, self.context_failure)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
+
+
 class Config:
-    classification: Classification = field(default_factory=Classification)
+    classification: Classification
     exclude_namespaces: tuple[str, ...] = ()
     enforcement_label: str = "aiadmit.dev/enforcement"
     exemption_annotation: str = "aiadmit.dev/exempt"
     annotation_exemptable: frozenset = frozenset()
     context_failure: str = "skip"
     trusted_controllers: tuple[str, ...] = ()  # userInfo.username globs (webhook only, see docs/webhook.md)
-    policies: dict[str, PolicySettings] = field(default_factory=dict)
+    policies: dict[str, PolicySettings]
     exceptions: tuple[PolicyException, ...] = ()
     # `inTree.skipExported`: the Kubernetes version whose exported policies the API server runs, or None
     in_tree: Optional[str] = None
-    cel_limits: Limits = field(default_factory=Limits)  # the static CEL cost estimate's bounds (`celLimits`)
+    cel_limits: Limits  # the static CEL cost estimate's bounds (`celLimits`)
     source: str = "<defaults>"
-    _excluded: dict = field(default_factory=dict, repr=False, compare=False)
+    _excluded: dict
+
+    def __init__(self, classification: Classification | None = None, exclude_namespaces: tuple[str, ...] = (),
+                 enforcement_label: str = "aiadmit.dev/enforcement", exemption_annotation: str = "aiadmit.dev/exempt",
+                 annotation_exemptable: frozenset = frozenset(), context_failure: str = "skip",
+                 trusted_controllers: tuple[str, ...] = (), policies: dict[str, PolicySettings] | None = None,
+                 exceptions: tuple[PolicyException, ...] = (), in_tree: Optional[str] = None,
+                 cel_limits: Limits | None = None, source: str = "<defaults>", _excluded: dict | None = None) -> None:
+        self.classification = Classification() if classification is None else classification
+        self.exclude_namespaces = exclude_namespaces
+        self.enforcement_label = enforcement_label
+        self.exemption_annotation = exemption_annotation
+        self.annotation_exemptable = annotation_exemptable
+        self.context_failure = context_failure
+        self.trusted_controllers = trusted_controllers
+        self.policies = {} if policies is None else policies
+        self.exceptions = exceptions
+        self.in_tree = in_tree
+        self.cel_limits = Limits() if cel_limits is None else cel_limits
+        self.source = source
+        self._excluded = {} if _excluded is None else _excluded
+
+    def _compared(self) -> tuple:
+        """The fields `==` compares."""
+        return (self.classification, self.exclude_namespaces, self.enforcement_label, self.exemption_annotation,
+                self.annotation_exemptable, self.context_failure, self.trusted_controllers, self.policies,
+                self.exceptions, self.in_tree, self.cel_limits, self.source)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value and mutable: no dict key
 
     def excluded(self, namespace: str) -> bool:
         found = self._excluded.get(namespace)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Mapping, Optional
 
-from webhook.cel.environment import conjuncts, required_presence
+from webhook.cel.environment import conjuncts, presence_in
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _EXISTS_HAS = re.compile(
@@ -41,9 +41,10 @@ def python_guards(source: str, named: Optional[Mapping[str, str]] = None) -> tup
 
 
 def _collect(source: str, named: Mapping[str, str], found: dict, seen: set) -> None:
-    for guard in required_presence(source):
+    parts = conjuncts(source)  # split once for both forms: each load splits every `when` (a character loop)
+    for guard in presence_in(parts):
         found[guard] = None
-    for part in conjuncts(source):
+    for part in parts:
         exists = _EXISTS_HAS.match(part)
         if exists:
             path = tuple(token.strip() for token in exists.group(2).split(".") if token.strip())

@@ -10,7 +10,6 @@ engine/mapeval.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 from webhook.cel.checker import Struct
@@ -38,14 +37,17 @@ def _unknown(resource: Resource, at: str, value: dict, known: str, problems: _Pr
             problems.add(resource, f"{at}/{name}", f"strict decoding error: unknown field {name!r} in a {kind}")
 
 
-@dataclass(repr=False, eq=False)
 class Mutation:
     patch_type: str  # JSONPatch | ApplyConfiguration
     check: Check
     index: int
 
+    def __init__(self, patch_type: str, check: Check, index: int) -> None:
+        self.patch_type = patch_type
+        self.check = check
+        self.index = index
 
-@dataclass(repr=False, eq=False)
+
 class MutatingPolicy:
     name: str
     resource: Resource
@@ -57,14 +59,33 @@ class MutatingPolicy:
     param_kind: Optional[dict]
     reinvocation: str  # Never | IfNeeded
 
+    def __init__(self, name: str, resource: Resource, failure_policy: str, match: dict, conditions: list,
+                 variables: dict, mutations: list, param_kind: Optional[dict], reinvocation: str) -> None:
+        self.name = name
+        self.resource = resource
+        self.failure_policy = failure_policy
+        self.match = match
+        self.conditions = conditions
+        self.variables = variables
+        self.mutations = mutations
+        self.param_kind = param_kind
+        self.reinvocation = reinvocation
 
-@dataclass(repr=False, eq=False)
+
 class MutatingBinding:
     name: str
     resource: Resource
     policy: str
     match: Optional[dict]
     param_ref: Optional[dict]
+
+    def __init__(self, name: str, resource: Resource, policy: str, match: Optional[dict],
+                 param_ref: Optional[dict]) -> None:
+        self.name = name
+        self.resource = resource
+        self.policy = policy
+        self.match = match
+        self.param_ref = param_ref
 
 
 def _result(kind, patch_type: str) -> Optional[str]:

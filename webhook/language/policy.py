@@ -7,7 +7,6 @@ read by the engine. Nothing here parses or checks anything.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 from webhook.cel.environment import Expression, Template
@@ -29,7 +28,6 @@ class PolicyLoadError(Exception):
         self.problems = problems
 
 
-@dataclass(repr=False, eq=False)
 class Rule:
     name: str
     message: Template
@@ -46,13 +44,30 @@ class Rule:
     presence: tuple = ()  # what its `when` requires, checked before any CEL (language/guards.py)
     needs_pod: bool = False  # reads the pod spec or its metadata: not run where a kind has no pod spec
 
-    def __post_init__(self) -> None:
+    def __init__(self, name: str, message: Template, path: str = "", when: Optional[Expression] = None,
+                 expression: Optional[Expression] = None, schema: Optional[SchemaRule] = None,
+                 action: Optional[str] = None, requires: tuple[str, ...] = (), when_unknown: str = "skip",
+                 variables: frozenset = frozenset(), target: str = "container", classes: frozenset = frozenset(),
+                 presence: tuple = (), needs_pod: bool = False) -> None:
+        self.name = name
+        self.message = message
+        self.path = path
+        self.when = when
+        self.expression = expression
+        self.schema = schema
+        self.action = action
+        self.requires = requires
+        self.when_unknown = when_unknown
+        self.variables = variables
+        self.target = target
+        self.classes = classes
+        self.presence = presence
+        self.needs_pod = needs_pod
         # Derived once: the engine asks for it for every rule of every evaluation. A `when` that reads no cluster
         # fact decides first whether the rule applies (engine/core.py).
         self.early = self.when is not None and "cluster" not in self.when.variables
 
 
-@dataclass(repr=False, eq=False)
 class Mutation:
     name: str
     target: str
@@ -62,8 +77,17 @@ class Mutation:
     when: Optional[Expression] = None
     variables: frozenset = frozenset()
 
+    def __init__(self, name: str, target: str, op: str, path: str, value: Expression, when: Optional[Expression] = None,
+                 variables: frozenset = frozenset()) -> None:
+        self.name = name
+        self.target = target
+        self.op = op
+        self.path = path
+        self.value = value
+        self.when = when
+        self.variables = variables
 
-@dataclass(repr=False, eq=False)
+
 class Match:
     classes: frozenset = frozenset()
     any_classes: frozenset = frozenset()
@@ -72,6 +96,17 @@ class Match:
     namespaces: tuple = ()
     exclude_namespaces: tuple = ()
     selector: Optional[dict] = None
+
+    def __init__(self, classes: frozenset = frozenset(), any_classes: frozenset = frozenset(),
+                 kinds: frozenset = frozenset(), exclude_kinds: frozenset = frozenset(), namespaces: tuple = (),
+                 exclude_namespaces: tuple = (), selector: Optional[dict] = None) -> None:
+        self.classes = classes
+        self.any_classes = any_classes
+        self.kinds = kinds
+        self.exclude_kinds = exclude_kinds
+        self.namespaces = namespaces
+        self.exclude_namespaces = exclude_namespaces
+        self.selector = selector
 
     def admits(self, kind: str, classes: frozenset) -> bool:
         """Whether the policy is for this kind of workload (the engine caches this per kind and classes).
@@ -104,7 +139,6 @@ class Match:
         return not any(fnmatch.fnmatchcase(namespace, p) for p in self.exclude_namespaces)
 
 
-@dataclass(repr=False, eq=False)
 class Policy:
     id: str
     summary: str
@@ -119,15 +153,44 @@ class Policy:
     rules: list[Rule]
     mutations: list[Mutation]
     source: str
-    document: dict = field(repr=False, default_factory=dict)
-    variables: frozenset = field(init=False, default=frozenset())
-    requires: frozenset = field(init=False, default=frozenset())
-    ephemeral: bool = field(init=False, default=False)
-    checks: Any = field(default=None, repr=False)  # what compiles its programs (language/checks.py)
-    named: dict = field(default_factory=dict)  # its `variables`: name -> Expression, in order (lazy per binding)
-    levels: dict = field(default_factory=dict)  # name -> the level its variable is checked at (object, pod, container)
+    document: dict
+    variables: frozenset = frozenset()
+    requires: frozenset = frozenset()
+    ephemeral: bool = False
+    checks: Any = None  # what compiles its programs (language/checks.py)
+    named: dict  # its `variables`: name -> Expression, in order (lazy per binding)
+    levels: dict  # name -> the level its variable is checked at (object, pod, container)
     # `kubernetesVersion`: the oldest API server its CEL stays portable to (webhook/k8s/versions.py)
     kubernetes_version: KubernetesVersion = DEFAULT_PORTABILITY
+
+    def __init__(self, id: str, summary: str, why: str, remediation: str, docs: str, action: str, match: Match,
+                 target: str, containers: str, params: dict, rules: list[Rule], mutations: list[Mutation], source: str,
+                 document: dict | None = None, checks: Any = None, named: dict | None = None,
+                 levels: dict | None = None, kubernetes_version: KubernetesVersion = DEFAULT_PORTABILITY) -> None:
+        self.id = id
+        self.summary = summary
+        self.why = why
+        self.remediation = remediation
+        self.docs = docs
+        self.action = action
+        self.match = match
+        self.target = target
+        self.containers = containers
+        self.params = params
+        self.rules = rules
+        self.mutations = mutations
+        self.source = source
+        self.document = {} if document is None else document
+        self.checks = checks
+        self.named = {} if named is None else named
+        self.levels = {} if levels is None else levels
+        self.kubernetes_version = kubernetes_version
+        # Derived once: the engine asks for these on every evaluation.
+        self.variables = frozenset().union(*(r.variables for r in self.rules), *(m.variables for m in self.mutations))
+        self.requires = frozenset(fact for rule in self.rules for fact in rule.requires)
+        # Ephemeral containers have no resources, ports or probes: most container rules make no sense for them,
+        # but the hardening ones must see them (a privileged debug container is the node).
+        self.ephemeral = self.document.get("ephemeralContainers") is True
 
     def expressions(self) -> list[Expression]:
         """Every CEL expression the policy is written with: each rule's `when`, `expression` and message parts, each
@@ -159,13 +222,5 @@ class Policy:
         if section == "initContainers" and container.obj.get("restartPolicy") == "Always":
             return _SIDECAR
         return section
-
-    def __post_init__(self) -> None:
-        # Derived once: the engine asks for these on every evaluation.
-        self.variables = frozenset().union(*(r.variables for r in self.rules), *(m.variables for m in self.mutations))
-        self.requires = frozenset(fact for rule in self.rules for fact in rule.requires)
-        # Ephemeral containers have no resources, ports or probes: most container rules make no sense for them,
-        # but the hardening ones must see them (a privileged debug container is the node).
-        self.ephemeral = self.document.get("ephemeralContainers") is True
 
 

@@ -19,7 +19,6 @@ has no cache, so it never replays: it checks every expression it has no record o
 
 from __future__ import annotations
 
-import dataclasses
 import glob
 import hashlib
 import json
@@ -31,6 +30,7 @@ from webhook.cel import stored
 from webhook.cel.environment import CelError
 from webhook.language import celrecord
 from webhook.language.checks import Checks
+from webhook.model.valueclass import astuple
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -51,7 +51,7 @@ def _code_identity() -> str:
 def key(doc: Any, params_override: Any, limits: Any) -> str:
     """The digest a document's transcript is kept under: the code, the document, the params that override its own
     and the limits."""
-    limits_spelt = dataclasses.astuple(limits) if limits is not None else None
+    limits_spelt = astuple(limits) if limits is not None else None
     spelt = json.dumps([_code_identity(), doc, params_override, limits_spelt], sort_keys=True, default=repr)
     return hashlib.sha256(spelt.encode("utf-8", "surrogatepass")).hexdigest()
 

@@ -11,7 +11,6 @@ are a policy's `paramKind`; anything else is an error, as before.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from webhook.cel.checker import DYN, Struct
@@ -31,7 +30,6 @@ _OFFLINE = ((re.compile(r"\bauthorizer\b"), "reads `authorizer` (RBAC answers), 
             (re.compile(r"\brequest\s*\.\s*userInfo\b"), "reads `request.userInfo`, unknown offline"))
 
 
-@dataclass(repr=False, eq=False)
 class Check:
     """One CEL expression of a policy, checked at load; `offline` names why it cannot run offline, if so."""
 
@@ -40,16 +38,27 @@ class Check:
     offline: Optional[str] = None
     source: str = ""
 
+    def __init__(self, expression: Optional[Expression], pointer: str, offline: Optional[str] = None,
+                 source: str = "") -> None:
+        self.expression = expression
+        self.pointer = pointer
+        self.offline = offline
+        self.source = source
 
-@dataclass(repr=False, eq=False)
+
 class Validation:
     check: Check
     message: Optional[str]
     message_expression: Optional[Check]
     reason: str
 
+    def __init__(self, check: Check, message: Optional[str], message_expression: Optional[Check], reason: str) -> None:
+        self.check = check
+        self.message = message
+        self.message_expression = message_expression
+        self.reason = reason
 
-@dataclass(repr=False, eq=False)
+
 class InTreePolicy:
     name: str
     resource: Resource
@@ -61,8 +70,19 @@ class InTreePolicy:
     annotations: list  # (key, Check)
     param_kind: Optional[dict]
 
+    def __init__(self, name: str, resource: Resource, failure_policy: str, match: dict, conditions: list,
+                 variables: dict, validations: list, annotations: list, param_kind: Optional[dict]) -> None:
+        self.name = name
+        self.resource = resource
+        self.failure_policy = failure_policy
+        self.match = match
+        self.conditions = conditions
+        self.variables = variables
+        self.validations = validations
+        self.annotations = annotations
+        self.param_kind = param_kind
 
-@dataclass(repr=False, eq=False)
+
 class InTreeBinding:
     name: str
     resource: Resource
@@ -71,16 +91,32 @@ class InTreeBinding:
     match: Optional[dict]
     param_ref: Optional[dict]
 
+    def __init__(self, name: str, resource: Resource, policy: str, actions: tuple, match: Optional[dict],
+                 param_ref: Optional[dict]) -> None:
+        self.name = name
+        self.resource = resource
+        self.policy = policy
+        self.actions = actions
+        self.match = match
+        self.param_ref = param_ref
 
-@dataclass(repr=False, eq=False)
+
 class InTree:
     """Every in-tree policy, binding and param object of a set of policy files."""
 
-    policies: dict = field(default_factory=dict)
-    bindings: list = field(default_factory=list)
-    params: list = field(default_factory=list)
-    mutating: dict = field(default_factory=dict)  # MutatingAdmissionPolicies (language/mapload.py)
-    mutating_bindings: list = field(default_factory=list)
+    policies: dict
+    bindings: list
+    params: list
+    mutating: dict  # MutatingAdmissionPolicies (language/mapload.py)
+    mutating_bindings: list
+
+    def __init__(self, policies: dict | None = None, bindings: list | None = None, params: list | None = None,
+                 mutating: dict | None = None, mutating_bindings: list | None = None) -> None:
+        self.policies = {} if policies is None else policies
+        self.bindings = [] if bindings is None else bindings
+        self.params = [] if params is None else params
+        self.mutating = {} if mutating is None else mutating
+        self.mutating_bindings = [] if mutating_bindings is None else mutating_bindings
 
     def __bool__(self) -> bool:
         return bool(self.policies or self.bindings or self.mutating or self.mutating_bindings)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Optional
 
 from webhook.model import pointer as jp
@@ -11,7 +10,6 @@ from webhook.model.resource import InputError, Resource
 RESULTS = ("fail", "skip", "error")
 
 
-@dataclass(repr=False, eq=False)
 class Finding:
     policy: str
     rule: str
@@ -20,6 +18,16 @@ class Finding:
     message: str
     resource: Resource
     pointer: str = ""
+
+    def __init__(self, policy: str, rule: str, action: str, result: str, message: str, resource: Resource,
+                 pointer: str = "") -> None:
+        self.policy = policy
+        self.rule = rule
+        self.action = action
+        self.result = result
+        self.message = message
+        self.resource = resource
+        self.pointer = pointer
 
     @property
     def blocking(self) -> bool:
@@ -51,18 +59,30 @@ class Finding:
         return jp.to_dotted(self.pointer)
 
 
-@dataclass(repr=False, eq=False)
 class Evaluation:
     """Everything the engine says about one resource."""
 
     resource: Resource
-    findings: list[Finding] = field(default_factory=list)
-    errors: list[InputError] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # e.g. an expired exception
+    findings: list[Finding]
+    errors: list[InputError]
+    notes: list[str]  # e.g. an expired exception
     classes: frozenset = frozenset()
     evaluated: bool = False  # False: excluded namespace or not a kind any policy matches
     policies: tuple = ()  # ids of the policies that applied (after match and exemptions): reports list passes
-    exemptions: list[str] = field(default_factory=list)  # "policy: by what", for every exemption that applied
+    exemptions: list[str]  # "policy: by what", for every exemption that applied
+
+    def __init__(self, resource: Resource, findings: list[Finding] | None = None,
+                 errors: list[InputError] | None = None, notes: list[str] | None = None,
+                 classes: frozenset = frozenset(), evaluated: bool = False, policies: tuple = (),
+                 exemptions: list[str] | None = None) -> None:
+        self.resource = resource
+        self.findings = [] if findings is None else findings
+        self.errors = [] if errors is None else errors
+        self.notes = [] if notes is None else notes
+        self.classes = classes
+        self.evaluated = evaluated
+        self.policies = policies
+        self.exemptions = [] if exemptions is None else exemptions
 
     @property
     def blocking(self) -> list["Finding"]:
@@ -85,11 +105,17 @@ class Evaluation:
         self.errors.append(InputError(self.resource.origin.file or self.resource.describe(), line, text, column))
 
 
-@dataclass(repr=False, eq=False)
 class Mutation:
     """JSON Patch operations (RFC 6902) for one resource and the policies that made them."""
 
-    operations: list[dict] = field(default_factory=list)
-    by_policy: dict[str, list[dict]] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
+    operations: list[dict]
+    by_policy: dict[str, list[dict]]
+    errors: list[str]
     patched: Optional[dict] = None
+
+    def __init__(self, operations: list[dict] | None = None, by_policy: dict[str, list[dict]] | None = None,
+                 errors: list[str] | None = None, patched: Optional[dict] = None) -> None:
+        self.operations = [] if operations is None else operations
+        self.by_policy = {} if by_policy is None else by_policy
+        self.errors = [] if errors is None else errors
+        self.patched = patched

@@ -8,7 +8,6 @@ object (context). Nothing downstream needs to know which one it was.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Optional
 
@@ -16,12 +15,12 @@ import yaml
 
 from webhook.model import pointer as jp
 from webhook.model.yamlkeys import SPELT, entry, spelt_as
+from webhook.model.valueclass import Frozen
 
 _STR = "tag:yaml.org,2002:str"
 
 
-@dataclass(frozen=True, repr=False)
-class InputError:
+class InputError(Frozen):
     """Input that could not be checked, with the place to fix it."""
 
     file: str
@@ -29,11 +28,28 @@ class InputError:
     message: str
     column: int = 0
 
+    def __init__(self, file: str, line: int, message: str, column: int = 0) -> None:
+        object.__setattr__(self, "file", file)
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "column", column)
+
+    def _compared(self) -> tuple:
+        """The fields `==` compares and the hash digests."""
+        return (self.file, self.line, self.message, self.column)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
+
     def as_dict(self) -> dict:
         return {"file": self.file, "line": self.line, "column": self.column, "message": self.message}
 
 
-@dataclass(repr=False, eq=False)
 class Origin:
     """Where a resource came from; only the fields of its own entry point are set."""
 
@@ -46,6 +62,20 @@ class Origin:
     cluster: Optional[str] = None
     positions: Optional[dict] = None  # pointer -> (line, column), computed where the node was (audit workers)
     old_object: Optional[dict] = None  # an UPDATE review's `oldObject`: CEL's `oldObject`, read-only data
+
+    def __init__(self, file: Optional[str] = None, document: Optional[int] = None, node: Optional[yaml.Node] = None,
+                 base: str = "", uid: Optional[str] = None, operation: Optional[str] = None,
+                 cluster: Optional[str] = None, positions: Optional[dict] = None,
+                 old_object: Optional[dict] = None) -> None:
+        self.file = file
+        self.document = document
+        self.node = node
+        self.base = base
+        self.uid = uid
+        self.operation = operation
+        self.cluster = cluster
+        self.positions = positions
+        self.old_object = old_object
 
     @property
     def located(self) -> bool:
@@ -80,13 +110,16 @@ class Origin:
         return (mark.line + 1, mark.column + 1)
 
 
-@dataclass(repr=False, eq=False)
 class Resource:
     """An object and its origin. Its identity (kind, name, labels, ...) is read once: the engine asks for it many
     times per evaluation, and whoever changes an object (a mutation's working copy) makes a new Resource for it."""
 
     obj: dict
-    origin: Origin = field(default_factory=Origin)
+    origin: Origin
+
+    def __init__(self, obj: dict, origin: Origin | None = None) -> None:
+        self.obj = obj
+        self.origin = Origin() if origin is None else origin
 
     @cached_property
     def kind(self) -> str:

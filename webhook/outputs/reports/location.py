@@ -8,22 +8,42 @@ kind and name. Every report format asks this module, so they all agree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 from webhook.model import pointer as jp
+from webhook.model.valueclass import Frozen
 
 STDIN_NAMES = ("<stdin>", "-")
 
 
-@dataclass(frozen=True, repr=False)
-class Location:
+class Location(Frozen):
     file: Optional[str]  # None for a live cluster
     line: int  # 0 when unknown
     column: int
     resource: str  # "Kind namespace/name"
     field: str  # dotted path, "" for the object itself
     cluster: Optional[str] = None  # kubeconfig context of a live audit
+
+    def __init__(self, file: Optional[str], line: int, column: int, resource: str, field: str,
+                 cluster: Optional[str] = None) -> None:
+        object.__setattr__(self, "file", file)
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "column", column)
+        object.__setattr__(self, "resource", resource)
+        object.__setattr__(self, "field", field)
+        object.__setattr__(self, "cluster", cluster)
+
+    def _compared(self) -> tuple:
+        """The fields `==` compares and the hash digests."""
+        return (self.file, self.line, self.column, self.resource, self.field, self.cluster)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
 
     @property
     def from_stdin(self) -> bool:
