@@ -23,14 +23,14 @@ compile time, and webhook/cel/environment.py runs it on the reference library in
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from typing import Any, Callable, Mapping, Optional
 
 from webhook.cel import conversions as cv
-from webhook.cel import fastpaths, messages, stored
+from webhook.cel import fastpaths, messages, named, stored
 from webhook.cel import runtime as rt, sums
 from webhook.cel.comprehensions import Comprehensions
 from webhook.cel.folding import fold
+from webhook.cel.named import variable_tree
 from webhook.cel.tree import resolve
 from webhook.cel.parser import parse
 from webhook.cel.runtime import TYPES, Unsupported
@@ -42,7 +42,7 @@ HELPERS = {
     "_has": rt.has_field, "_iter": rt.iterable, "_map": rt.make_map, "_translate": rt.translate,
     "_optsel": rt.opt_select, "_over": rt.over_budget, "_pairs": rt.pairs, "_optlist": rt.opt_list,
     "_optentries": rt.opt_entries, "_unordered": rt.unordered, "_Opt": rt.Optional, "_NONE": rt.NONE,
-    "_Vars": rt.Variables,
+    "_Vars": rt.Variables, "_NOVALUES": named.NO_VALUES,
 }
 BUILTINS: dict[str, tuple[int, Callable]] = {
     "size": (1, rt.size),
@@ -115,21 +115,18 @@ def generate(source: str, functions: Mapping[str, Callable], qualified: frozense
     body: list[str] = []
     try:
         generator.tree = fold(parse(source))
-        return generator, body, generator.value(generator.tree, body, "        ", {})
+        result = generator.value(generator.tree, body, "        ", {})
     except RecursionError:
         raise Unsupported("too deeply nested for the native compiler") from None
+    if generator.reads_variables:
+        body[:0] = ["        " + line for line in named.PROLOGUE]
+    return generator, body, result
 
 
 _IN = "    "
 
 
-@lru_cache(maxsize=1024)
-def _variable_tree(source: str) -> tuple:
-    """A named variable's folded tree, parsed once for all the programs that inline it (trees are never mutated)."""
-    return fold(parse(source))
-
-
-class _Generator(Comprehensions, messages.Construction, fastpaths.Operators):
+class _Generator(Comprehensions, messages.Construction, fastpaths.Operators, named.NamedVariables):
     """Emits statements into a list of lines and answers, for each node, a Python expression of its value.
 
     `value(node, out, indent, scope)` may append statements (at `indent`) that
@@ -216,15 +213,11 @@ class _Generator(Comprehensions, messages.Construction, fastpaths.Operators):
         if not steps:
             return None
         local = self.name()
-        out.append(f"{indent}{local} = {self.value(node, out, indent, scope)}")
+        base = self.value(node, out, indent, scope)
         if node == ("ident", "variables") and "variables" not in scope and type(steps[-1]) is str:
-            # a named variable already computed in this binding: read straight from its values (cel/values.py)
-            step = steps.pop()
-            if step in self.inline:
-                self._inline_variable(step, local, out, indent)
-            else:
-                out.append(f"{indent}{local} = {local}.values[{step!r}] if type({local}) is _Vars and {step!r} in "
-                           f"{local}.values else _sel({local}, {step!r})")
+            self.read_variable(steps.pop(), local, base, out, indent)  # a policy's named variable (cel/named.py)
+        else:
+            out.append(f"{indent}{local} = {base}")
         for step in reversed(steps):
             if type(step) is str:
                 out.append(f"{indent}{local} = {local}[{step!r}] if type({local}) is dict else _sel({local}, {step!r})")
@@ -247,17 +240,6 @@ class _Generator(Comprehensions, messages.Construction, fastpaths.Operators):
         for step in found[1]:
             rebuilt = ("select", rebuilt, step[2])
         return rebuilt
-    def _inline_variable(self, name: str, local: str, out: list, indent: str) -> None:
-        """`local = variables.NAME`, computing NAME here on its first read in the binding; its error is kept too."""
-        body, inner = [], indent + _IN * 2
-        result = self.value(_variable_tree(self.inline[name]), body, inner, {})
-        out += [f"{indent}if type({local}) is not _Vars: {local} = _sel({local}, {name!r})",
-                f"{indent}elif {name!r} in {local}.values: {local} = {local}.values[{name!r}]",
-                f"{indent}elif {name!r} in {local}.failed: raise {local}.failed[{name!r}]",
-                f"{indent}else:", f"{indent}{_IN}try:", *body, f"{inner}{local}.values[{name!r}] = {result}",
-                f"{indent}{_IN}except Exception as _e:",
-                f"{indent}{_IN * 2}{local}.fail({name!r}, _translate(_e, A, {self.free_name}))", f"{indent}{_IN * 2}raise",
-                f"{indent}{_IN}{local} = {local}.values[{name!r}]"]
 
     def _select(self, node: tuple, out: list, indent: str, scope: dict) -> str:
         return self._path(node, out, indent, scope)
@@ -379,7 +361,7 @@ class _Generator(Comprehensions, messages.Construction, fastpaths.Operators):
         else:
             raise Unsupported(f"function {name!r}")
         if name == "sum" and len(arguments) == 1:  # an empty list sums to the zero of its static type (cel/sums.py)
-            self.zeros = sums.zeros(self.tree, self.inline, _variable_tree) if self.zeros is None else self.zeros
+            self.zeros = sums.zeros(self.tree, self.inline, variable_tree) if self.zeros is None else self.zeros
             function = sums.typed_sum(function, self.zeros[id(node)]) if id(node) in self.zeros else function
         values = [self.atom(argument, out, indent, scope) for argument in arguments]
         return fastpaths.call(name, function, values, self.constant) or f"{self.constant(function)}({', '.join(values)})"
