@@ -30,6 +30,7 @@ from webhook.cel import fastpaths, messages, named, stored
 from webhook.cel import runtime as rt, sums
 from webhook.cel.comprehensions import Comprehensions
 from webhook.cel.folding import fold
+from webhook.cel.logic import Logic
 from webhook.cel.named import variable_tree
 from webhook.cel.tree import resolve
 from webhook.cel.parser import parse
@@ -126,7 +127,7 @@ def generate(source: str, functions: Mapping[str, Callable], qualified: frozense
 _IN = "    "
 
 
-class _Generator(Comprehensions, messages.Construction, fastpaths.Operators, named.NamedVariables):
+class _Generator(Comprehensions, messages.Construction, fastpaths.Operators, named.NamedVariables, Logic):
     """Emits statements into a list of lines and answers, for each node, a Python expression of its value.
 
     `value(node, out, indent, scope)` may append statements (at `indent`) that
@@ -259,60 +260,9 @@ class _Generator(Comprehensions, messages.Construction, fastpaths.Operators, nam
         return f"({operand}[{key}] if type({operand}) is dict and type({key}) is str and {key} in {operand} " \
                f"else _idx({operand}, {key}))"  # a map's present string key inline, as runtime.index reads it
 
-    # operators
-    def _not(self, node: tuple, out: list, indent: str, scope: dict) -> str:
-        operand = self.atom(node[1], out, indent, scope, literal=False)
-        return f"(False if {operand} is True else True if {operand} is False else _fail(_overload('!', {operand})))"
-
+    # operators (`!`, `&&`, `||` and `?:`: cel/logic.py; the binary ones: cel/fastpaths.py)
     def _neg(self, node: tuple, out: list, indent: str, scope: dict) -> str:
         return f"_neg({self.atom(node[1], out, indent, scope)})"
-
-    def _and(self, node: tuple, out: list, indent: str, scope: dict) -> str:
-        return self._logical(node[1], False, "&&", out, indent, scope)
-
-    def _or(self, node: tuple, out: list, indent: str, scope: dict) -> str:
-        return self._logical(node[1], True, "||", out, indent, scope)
-
-    def _logical(self, operands: tuple, decisive: bool, op: str, out: list, indent: str, scope: dict) -> str:
-        """`&&` (decisive: False) or `||` (decisive: True) over a chain, with CEL's error absorption.
-
-        Operands run in order until one is decisive; an error or a non-boolean
-        met before that is raised only if none is. The operands sit one after
-        the other, each behind `if result is None`, so a long chain nests no blocks.
-        """
-        result, error = self.name("r"), self.name("e")
-        out.append(f"{indent}{result} = None")
-        out.append(f"{indent}{error} = None")
-        for position, operand in enumerate(operands):
-            inner = indent
-            if position:
-                out.append(f"{indent}if {result} is None:")
-                inner = indent + _IN
-            value = self.name()
-            out.append(f"{inner}try:")
-            text = self.value(operand, out, inner + _IN, scope)
-            out.append(f"{inner + _IN}{value} = {text}")
-            out.append(f"{inner}except Exception as _exc:")
-            out.append(f"{inner + _IN}if {error} is None: {error} = _exc")
-            out.append(f"{inner}else:")
-            out.append(f"{inner + _IN}if {value} is {decisive}: {result} = {decisive}")
-            out.append(f"{inner + _IN}elif {value} is not {not decisive} and {error} is None: "
-                       f"{error} = _overload({op!r}, {value})")
-        out.append(f"{indent}if {result} is None:")
-        out.append(f"{indent + _IN}if {error} is not None: raise {error}")
-        out.append(f"{indent + _IN}{result} = {not decisive}")
-        return result
-
-    def _cond(self, node: tuple, out: list, indent: str, scope: dict) -> str:
-        test = self.atom(node[1], out, indent, scope, literal=False)
-        result = self.name("r")
-        out.append(f"{indent}if {test} is True:")
-        out.append(f"{indent + _IN}{result} = {self.value(node[2], out, indent + _IN, scope)}")
-        out.append(f"{indent}elif {test} is False:")
-        out.append(f"{indent + _IN}{result} = {self.value(node[3], out, indent + _IN, scope)}")
-        out.append(f"{indent}else:")
-        out.append(f"{indent + _IN}raise _overload('?:', {test})")
-        return result
 
     # literals with parts
     def _list(self, node: tuple, out: list, indent: str, scope: dict) -> str:

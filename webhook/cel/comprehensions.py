@@ -7,7 +7,7 @@ because loops are where the run-time step bound is paid (`_count`).
 
 from __future__ import annotations
 
-from webhook.cel import fastpaths
+from webhook.cel import fastpaths, logic
 from webhook.cel import runtime as rt
 from webhook.cel.values import Unsupported
 
@@ -99,16 +99,20 @@ class Comprehensions:
             out.append(f"{indent}{error} = None")
             out.append(f"{indent}{header}")
             out.append(f"{body}try:")
+            start = len(out)
             text = self.value(args[1], out, body + _IN, inner_scope)
-            out.append(f"{body + _IN}{value} = {text}")
+            value = text if logic.named(text) and len(out) > start else value  # (a `try:` body is never empty)
+            if value is not text:
+                out.append(f"{body + _IN}{value} = {text}")
             out.append(f"{body}except Exception as _exc:")
             out.append(f"{body + _IN}if {error} is None: {error} = _exc")
             out.append(f"{body + _IN}continue")
             out.append(f"{body}if {value} is {decisive}:")
             out.append(f"{body + _IN}{result} = {decisive}")
             out.append(f"{body + _IN}break")
-            out.append(f"{body}if {value} is not {not decisive} and {error} is None: "
-                       f"{error} = _overload({name!r}, {value})")
+            if not logic.boolean(args[1]):  # a bool needs no test for another value (cel/logic.py)
+                out.append(f"{body}if {value} is not {not decisive} and {error} is None: "
+                           f"{error} = _overload({name!r}, {value})")
             out.append(f"{indent}else:")
             out.append(f"{body}if {error} is not None: raise {error}")
             return result
@@ -123,5 +127,6 @@ class Comprehensions:
             return result
         keep = self.atom(args[1], out, body, inner_scope, literal=False)
         out.append(f"{body}if {keep} is True: {result} {'+= 1' if name == 'exists_one' else f'.append({variable})'}")
-        out.append(f"{body}elif {keep} is not False: raise _overload({name!r}, {keep})")
+        if not logic.boolean(args[1]):
+            out.append(f"{body}elif {keep} is not False: raise _overload({name!r}, {keep})")
         return f"({result} == 1)" if name == "exists_one" else result
