@@ -92,7 +92,7 @@ def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = 
         generator, body, result = generate(source, functions, qualified, inline)
         python = "\n".join([
             "def cel(A):",
-            "    _n = 0",  # comprehension steps taken: the run-time bound (runtime.MAX_STEPS)
+            *(["    _n = 0"] if generator.counted else []),  # comprehension steps taken (runtime.MAX_STEPS)
             "    try:",
             *body,
             f"        return {result}",

@@ -15,9 +15,11 @@ _IN = "    "
 
 
 class Comprehensions:
-    """Code generation for loops; `loops` counts the loops the code being generated is inside."""
+    """Code generation for loops; `loops` counts the loops the code being generated is inside, `counted` says
+    whether any loop pays the step bound."""
 
     loops = 0
+    counted = False
 
     def _count(self, target: tuple, items: str, out: list, indent: str) -> None:
         """The run-time bound, paid once per loop rather than per step: the steps a loop will take are counted
@@ -28,6 +30,7 @@ class Comprehensions:
         (a concatenation, a map() result), are."""
         if self.loops == 0 and target[0] in ("select", "index", "ident"):
             return
+        self.counted = True  # the program starts its count (`_n = 0`) only if it has one
         out.append(f"{indent}_n += len({items})")
         out.append(f"{indent}if _n > {rt.MAX_STEPS}: raise _over()")
 
