@@ -30,7 +30,7 @@ from webhook.cel import fastpaths, memo, messages, named, stored
 from webhook.cel import runtime as rt, sums
 from webhook.cel.comprehensions import Comprehensions
 from webhook.cel.folding import fold
-from webhook.cel.logic import Logic
+from webhook.cel.logic import Logic, is_name
 from webhook.cel.named import variable_tree
 from webhook.cel.tree import resolve
 from webhook.cel.parser import parse
@@ -222,19 +222,17 @@ class _Generator(Comprehensions, messages.Construction, fastpaths.Operators, nam
         kept = self.kept_path(node, steps[::-1], scope, out, indent)  # a prefix kept by the program (cel/memo.py)
         if kept is not None:
             return kept
-        local = self.name()
+        local = source = self.name()
         base = self.value(node, out, indent, scope)
         if node == ("ident", "variables") and "variables" not in scope and type(steps[-1]) is str:
             self.read_variable(steps.pop(), local, base, out, indent)  # a policy's named variable (cel/named.py)
+        elif is_name(base):  # a local (a comprehension's variable, a result): the first step reads it where it is
+            source = base
         else:
             out.append(f"{indent}{local} = {base}")
         for step in reversed(steps):
-            if type(step) is str:
-                out.append(f"{indent}{local} = {local}[{step!r}] if type({local}) is dict else _sel({local}, {step!r})")
-            elif step >= 0:
-                out.append(f"{indent}{local} = {local}[{step}] if type({local}) is list else _idx({local}, {step})")
-            else:
-                out.append(f"{indent}{local} = _idx({local}, {step})")
+            out.append(f"{indent}{local} = {memo.step_code(source, step)}")
+            source = local
         return local
 
     def _qualify(self, node: tuple, scope: dict) -> tuple:

@@ -34,10 +34,19 @@ class Comprehensions:
         out.append(f"{indent}_n += len({items})")
         out.append(f"{indent}if _n > {rt.MAX_STEPS}: raise _over()")
 
+    def _items(self, target: tuple, out: list, indent: str, scope: dict) -> str:
+        """What a loop walks, as a name (a local as it is: fastpaths.iterable's test never rebinds it)."""
+        text = self.value(target, out, indent, scope)
+        if logic.is_name(text):
+            return text
+        items = self.name("i")
+        out.append(f"{indent}{items} = {text}")
+        return items
+
     def _transform(self, name: str, target: tuple, args: tuple, out: list, indent: str, scope: dict) -> str:
         """cel-go's two-variable `transformList(i, v, [filter,] expr)` and `transformMap(k, v, [filter,] expr)`."""
-        items, key, variable, result = self.name("i"), self.name("v"), self.name("v"), self.name("r")
-        out.append(f"{indent}{items} = {self.value(target, out, indent, scope)}")
+        items = self._items(target, out, indent, scope)
+        key, variable, result = self.name("v"), self.name("v"), self.name("r")
         out.append(f"{indent}{fastpaths.iterable(items, name)}")
         self._count(target, items, out, indent)
         self.loops += 1
@@ -79,8 +88,7 @@ class Comprehensions:
         if len(args) != arity or args[0][0] != "ident":
             raise Unsupported(f"{name}() without a variable name")
         name = "exists_one" if name == "existsOne" else name
-        items = self.name("i")
-        out.append(f"{indent}{items} = {self.value(target, out, indent, scope)}")
+        items = self._items(target, out, indent, scope)
         out.append(f"{indent}{fastpaths.iterable(items, name)}")
         variable = self.name("v")
         if two:  # (index, value) over a list, (key, value) over a map
@@ -104,7 +112,7 @@ class Comprehensions:
             out.append(f"{body}try:")
             start = len(out)
             text = self.value(args[1], out, body + _IN, inner_scope)
-            value = text if logic.named(text) and len(out) > start else value  # (a `try:` body is never empty)
+            value = text if logic.is_name(text) and len(out) > start else value  # (a `try:` body is never empty)
             if value is not text:
                 out.append(f"{body + _IN}{value} = {text}")
             out.append(f"{body}except Exception as _exc:")

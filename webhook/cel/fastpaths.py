@@ -107,8 +107,8 @@ def add(left: str, right: str, local: str, kinds: tuple = (None, None)) -> str:
 
 def iterable(items: str, macro: str) -> str:
     """What a comprehension walks (runtime.iterable), as a statement on the local `items`: a list or a map as it
-    is, anything else runtime.iterable's error."""
-    return f"if type({items}) is not list and type({items}) is not dict: {items} = _iter({items}, {macro!r})"
+    is, anything else runtime.iterable's error (it returns only a list or a map: `items` is never rebound)."""
+    return f"if type({items}) is not list and type({items}) is not dict: _iter({items}, {macro!r})"
 
 
 def _literal_type(node: tuple) -> type | None:

@@ -36,7 +36,7 @@ def boolean(node: tuple) -> bool:
     return False
 
 
-def named(text: str) -> bool:
+def is_name(text: str) -> bool:
     """Whether generated text is a local's name (safe to test twice, nothing to store)."""
     return text.isidentifier() and text not in ("True", "False", "None")
 
@@ -75,7 +75,7 @@ class Logic:
             out.append(f"{inner}try:")
             start = len(out)
             text = self.value(operand, out, inner + _IN, scope)
-            if named(text) and len(out) == start:  # a local read: nothing that can fail, nothing to try
+            if is_name(text) and len(out) == start:  # a local read: nothing that can fail, nothing to try
                 out.pop()
                 self._decide(text, decisive, op, result, error, position, out, inner)
                 continue
@@ -84,7 +84,7 @@ class Logic:
                 out.append(f"{inner}except Exception as _exc:")
                 out.append(f"{inner + _IN}{first}{error} = _exc")
                 continue
-            value = text if named(text) else self.name()
+            value = text if is_name(text) else self.name()
             if value is not text:
                 out.append(f"{inner + _IN}{value} = {text}")
             out.append(f"{inner}except Exception as _exc:")

@@ -84,13 +84,14 @@ def worth_keeping(tree: tuple, inline: Mapping[str, str], variable_tree: Callabl
     return frozenset(key for key, count in found.items() if count >= 2 and count > longest[key])
 
 
-def _step(value: str, step: Any) -> str:
-    """One step of a path from the local `value`, as cel/compiler.py's `_path` writes it."""
-    if type(step) is str:
-        return f"{value}[{step!r}] if type({value}) is dict else _sel({value}, {step!r})"
-    if step >= 0:
-        return f"{value}[{step}] if type({value}) is list else _idx({value}, {step})"
-    return f"_idx({value}, {step})"
+def step_code(value: str, key: Any) -> str:
+    """One step of a path from the local `value` (a field, or an index: a list's inline), as generated code walks
+    it (cel/compiler.py `_path`, and here)."""
+    if type(key) is str:
+        return f"{value}[{key!r}] if type({value}) is dict else _sel({value}, {key!r})"
+    if key >= 0:
+        return f"{value}[{key}] if type({value}) is list else _idx({value}, {key})"
+    return f"_idx({value}, {key})"
 
 
 class PathMemo:
@@ -111,7 +112,7 @@ class PathMemo:
         local = self._fill(name, steps, kept, len(kept) - 1, out, indent)
         for step in steps[kept[-1]:]:  # the rest of the path, walked as ever
             walked = self.name()
-            out.append(f"{indent}{walked} = {_step(local, step)}")
+            out.append(f"{indent}{walked} = {step_code(local, step)}")
             local = walked
         return local
 
@@ -134,7 +135,7 @@ class PathMemo:
             source = local
         for step in steps[start:length - 1]:
             local = self.name()
-            out.append(f"{inner}{local} = {_step(source, step)}")
+            out.append(f"{inner}{local} = {step_code(source, step)}")
             source = local
-        out.append(f"{inner}{memo} = {_step(source, steps[length - 1])}")
+        out.append(f"{inner}{memo} = {step_code(source, steps[length - 1])}")
         return memo
