@@ -43,6 +43,14 @@ class Comprehensions:
         out.append(f"{indent}{items} = {text}")
         return items
 
+    def _keep(self, node: tuple, name: str, out: list, indent: str, scope: dict) -> None:
+        """A loop's filter (`map(v, filter, expr)`, `transformList(i, v, filter, expr)`): the next element unless
+        it is true, an error unless it is a bool."""
+        keep = self.atom(node, out, indent, scope, literal=False)
+        out.append(f"{indent}if {logic.holds(keep, False, logic.boolean(node))}: continue")
+        if not logic.boolean(node):
+            out.append(f"{indent}if {keep} is not True: raise _overload({name!r}, {keep})")
+
     def _transform(self, name: str, target: tuple, args: tuple, out: list, indent: str, scope: dict) -> str:
         """cel-go's two-variable `transformList(i, v, [filter,] expr)` and `transformMap(k, v, [filter,] expr)`."""
         items = self._items(target, out, indent, scope)
@@ -55,9 +63,7 @@ class Comprehensions:
         out.append(f"{indent}{result} = {'[]' if name == 'transformList' else '{}'}")
         out.append(f"{indent}for {key}, {variable} in _pairs({items}):")
         if len(args) == 4:
-            keep = self.atom(args[2], out, body, inner, literal=False)
-            out.append(f"{body}if {keep} is False: continue")
-            out.append(f"{body}if {keep} is not True: raise _overload({name!r}, {keep})")
+            self._keep(args[2], name, out, body, inner)
         value = self.value(args[-1], out, body, inner)
         out.append(f"{body}{result}.append({value})" if name == "transformList" else f"{body}{result}[{key}] = {value}")
         self.loops -= 1
@@ -118,7 +124,7 @@ class Comprehensions:
             out.append(f"{body}except Exception as _exc:")
             out.append(f"{body + _IN}if {error} is None: {error} = _exc")
             out.append(f"{body + _IN}continue")
-            out.append(f"{body}if {value} is {decisive}:")
+            out.append(f"{body}if {logic.holds(value, decisive, logic.boolean(args[1]))}:")
             out.append(f"{body + _IN}{result} = {decisive}")
             out.append(f"{body + _IN}break")
             if not logic.boolean(args[1]):  # a bool needs no test for another value (cel/logic.py)
@@ -130,14 +136,13 @@ class Comprehensions:
         out.append(f"{indent}{result} = {0 if name == 'exists_one' else []}")
         out.append(f"{indent}{header}")
         if name == "map" and arity == 3:
-            keep = self.atom(args[1], out, body, inner_scope, literal=False)
-            out.append(f"{body}if {keep} is False: continue")
-            out.append(f"{body}if {keep} is not True: raise _overload('map', {keep})")
+            self._keep(args[1], "map", out, body, inner_scope)
         if name == "map":
             out.append(f"{body}{result}.append({self.value(args[-1], out, body, inner_scope)})")
             return result
         keep = self.atom(args[1], out, body, inner_scope, literal=False)
-        out.append(f"{body}if {keep} is True: {result} {'+= 1' if name == 'exists_one' else f'.append({variable})'}")
+        kept = f"{result} {'+= 1' if name == 'exists_one' else f'.append({variable})'}"
+        out.append(f"{body}if {logic.holds(keep, True, logic.boolean(args[1]))}: {kept}")
         if not logic.boolean(args[1]):
             out.append(f"{body}elif {keep} is not False: raise _overload({name!r}, {keep})")
         return f"({result} == 1)" if name == "exists_one" else result

@@ -36,6 +36,14 @@ def boolean(node: tuple) -> bool:
     return False
 
 
+def holds(text: str, wanted: bool, known: bool) -> str:
+    """The Python condition that the value `text` is `wanted` (True or False); `known`: the value is a bool
+    (`boolean`), so its truth is the test (`if x:`, `if not x:`: a jump on it, no `is` comparison)."""
+    if known:
+        return text if wanted else f"not {text}"
+    return f"{text} is {wanted}"
+
+
 def is_name(text: str) -> bool:
     """Whether generated text is a local's name (safe to test twice, nothing to store)."""
     return text.isidentifier() and text not in ("True", "False", "None")
@@ -47,7 +55,7 @@ class Logic:
     def _not(self, node: tuple, out: list, indent: str, scope: dict) -> str:
         operand = self.atom(node[1], out, indent, scope, literal=False)
         if boolean(node[1]):
-            return f"({operand} is False)"
+            return f"(not {operand})"
         return f"(False if {operand} is True else True if {operand} is False else _fail(_overload('!', {operand})))"
 
     def _and(self, node: tuple, out: list, indent: str, scope: dict) -> str:
@@ -80,7 +88,7 @@ class Logic:
                 self._decide(text, decisive, op, result, error, position, out, inner)
                 continue
             if boolean(operand):  # True or False: decisive or not, nothing else to test
-                out.append(f"{inner + _IN}if {text} is {decisive}: {result} = {decisive}")
+                out.append(f"{inner + _IN}if {holds(text, decisive, True)}: {result} = {decisive}")
                 out.append(f"{inner}except Exception as _exc:")
                 out.append(f"{inner + _IN}{first}{error} = _exc")
                 continue
@@ -107,7 +115,7 @@ class Logic:
     def _cond(self, node: tuple, out: list, indent: str, scope: dict) -> str:
         test = self.atom(node[1], out, indent, scope, literal=False)
         result = self.name("r")
-        out.append(f"{indent}if {test} is True:")
+        out.append(f"{indent}if {holds(test, True, boolean(node[1]))}:")
         out.append(f"{indent + _IN}{result} = {self.value(node[2], out, indent + _IN, scope)}")
         if boolean(node[1]):
             out.append(f"{indent}else:")
