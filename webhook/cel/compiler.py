@@ -231,7 +231,7 @@ class _Generator(Comprehensions, messages.Construction, fastpaths.Operators, nam
         else:
             out.append(f"{indent}{local} = {base}")
         for step in reversed(steps):
-            out.append(f"{indent}{local} = {memo.step_code(source, step)}")
+            out.append(f"{indent}{local} = {fastpaths.step(source, step)}")
             source = local
         return local
 

@@ -83,6 +83,16 @@ def call(name: str, function: Callable, values: list, constant: Callable[[Any], 
     return found[1](function, values, constant)
 
 
+def step(value: str, key: Any) -> str:
+    """One step of a path from the local `value`, as generated code walks it (cel/compiler.py `_path`, cel/memo.py):
+    a map's field or a list's index inline, every other case (and every error) runtime.select's or index's."""
+    if type(key) is str:
+        return f"{value}[{key!r}] if type({value}) is dict else _sel({value}, {key!r})"
+    if key >= 0:
+        return f"{value}[{key}] if type({value}) is list else _idx({value}, {key})"
+    return f"_idx({value}, {key})"
+
+
 def equals(left: str, right: str, literal: Optional[type]) -> Optional[str]:
     """`left == right` where `right` is an int or double literal: the same-typed case inline, else runtime.equals
     (which compares numbers across int, uint and double)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable, Mapping
 
+from webhook.cel import fastpaths
 from webhook.cel.runtime import TYPES
 from webhook.cel.tree import children
 
@@ -84,16 +85,6 @@ def worth_keeping(tree: tuple, inline: Mapping[str, str], variable_tree: Callabl
     return frozenset(key for key, count in found.items() if count >= 2 and count > longest[key])
 
 
-def step_code(value: str, key: Any) -> str:
-    """One step of a path from the local `value` (a field, or an index: a list's inline), as generated code walks
-    it (cel/compiler.py `_path`, and here)."""
-    if type(key) is str:
-        return f"{value}[{key!r}] if type({value}) is dict else _sel({value}, {key!r})"
-    if key >= 0:
-        return f"{value}[{key}] if type({value}) is list else _idx({value}, {key})"
-    return f"_idx({value}, {key})"
-
-
 class PathMemo:
     """`kept_path`, for the generator, which provides `name` and `_ident`, and sets `kept` (`worth_keeping`) and
     `memos` (path prefix -> its local, the locals the program sets to `_UNSET` first: cel/compiler.py `generate`)."""
@@ -112,7 +103,7 @@ class PathMemo:
         local = self._fill(name, steps, kept, len(kept) - 1, out, indent)
         for step in steps[kept[-1]:]:  # the rest of the path, walked as ever
             walked = self.name()
-            out.append(f"{indent}{walked} = {step_code(local, step)}")
+            out.append(f"{indent}{walked} = {fastpaths.step(local, step)}")
             local = walked
         return local
 
@@ -135,7 +126,7 @@ class PathMemo:
             source = local
         for step in steps[start:length - 1]:
             local = self.name()
-            out.append(f"{inner}{local} = {step_code(source, step)}")
+            out.append(f"{inner}{local} = {fastpaths.step(source, step)}")
             source = local
-        out.append(f"{inner}{memo} = {step_code(source, steps[length - 1])}")
+        out.append(f"{inner}{memo} = {fastpaths.step(source, steps[length - 1])}")
         return memo
