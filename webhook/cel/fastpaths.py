@@ -18,7 +18,7 @@ from webhook.cel import runtime as rt
 from webhook.cel.parser import INT64_MAX, INT64_MIN
 
 # name the generated code reads -> the value it stands for (the compiler adds these to the program's namespace)
-NAMESPACE = {"_QV": library.QUANTITIES, "_RM": regex._MATCHED}
+NAMESPACE = {"_QV": library.QUANTITIES, "_RM": regex.MATCHED}
 # the built-in string methods (cel/compiler.py's BUILTINS), made here so that their calls are recognised
 STRING_METHODS = {name: rt.string_method(name) for name in ("startsWith", "endsWith", "contains")}
 
