@@ -26,7 +26,7 @@ import math
 from typing import Any, Callable, Mapping, Optional
 
 from webhook.cel import conversions as cv
-from webhook.cel import fastpaths, memo, messages, named, stored
+from webhook.cel import fastpaths, messages, named, stored
 from webhook.cel import runtime as rt, sums
 from webhook.cel.comprehensions import Comprehensions
 from webhook.cel.folding import fold
@@ -43,7 +43,7 @@ HELPERS = {
     "_has": rt.has_field, "_iter": rt.iterable, "_map": rt.make_map, "_translate": rt.translate,
     "_optsel": rt.opt_select, "_over": rt.over_budget, "_pairs": rt.pairs, "_optlist": rt.opt_list,
     "_optentries": rt.opt_entries, "_unordered": rt.unordered, "_Opt": rt.Optional, "_NONE": rt.NONE,
-    "_Vars": rt.Variables, "_NOVALUES": named.NO_VALUES, "_UNSET": memo.UNSET,
+    "_Vars": rt.Variables, "_NOVALUES": named.NO_VALUES,
 }
 BUILTINS: dict[str, tuple[int, Callable]] = {
     "size": (1, rt.size),
@@ -116,12 +116,9 @@ def generate(source: str, functions: Mapping[str, Callable], qualified: frozense
     body: list[str] = []
     try:
         generator.tree = fold(parse(source))
-        generator.kept = memo.worth_keeping(generator.tree, generator.inline, variable_tree)
         result = generator.value(generator.tree, body, "        ", {})
     except RecursionError:
         raise Unsupported("too deeply nested for the native compiler") from None
-    if generator.memos:  # the kept paths, none walked yet (cel/memo.py)
-        body.insert(0, f"        {' = '.join(generator.memos.values())} = _UNSET")
     if generator.reads_variables:
         body[:0] = ["        " + line for line in named.PROLOGUE]
     return generator, body, result
@@ -130,8 +127,7 @@ def generate(source: str, functions: Mapping[str, Callable], qualified: frozense
 _IN = "    "
 
 
-class _Generator(Comprehensions, messages.Construction, fastpaths.Operators, named.NamedVariables, Logic,
-                 memo.PathMemo):
+class _Generator(Comprehensions, messages.Construction, fastpaths.Operators, named.NamedVariables, Logic):
     """Emits statements into a list of lines and answers, for each node, a Python expression of its value.
 
     `value(node, out, indent, scope)` may append statements (at `indent`) that
@@ -151,8 +147,6 @@ class _Generator(Comprehensions, messages.Construction, fastpaths.Operators, nam
         self.tree: tuple = ("lit", None)  # the folded tree compiled (cel/sums.py types its sum() calls)
         self.zeros: Optional[dict] = None
         self.count = 0
-        self.kept: frozenset = frozenset()  # the path prefixes a program keeps once walked (cel/memo.py)
-        self.memos: dict = {}
         self.loops = 0  # comprehensions open around the code being generated
 
     def name(self, prefix: str = "t") -> str:
@@ -219,9 +213,6 @@ class _Generator(Comprehensions, messages.Construction, fastpaths.Operators, nam
             node = node[1]
         if not steps:
             return None
-        kept = self.kept_path(node, steps[::-1], scope, out, indent)  # a prefix kept by the program (cel/memo.py)
-        if kept is not None:
-            return kept
         local = source = self.name()
         base = self.value(node, out, indent, scope)
         if node == ("ident", "variables") and "variables" not in scope and type(steps[-1]) is str:

@@ -84,7 +84,7 @@ def call(name: str, function: Callable, values: list, constant: Callable[[Any], 
 
 
 def step(value: str, key: Any) -> str:
-    """One step of a path from the local `value`, as generated code walks it (cel/compiler.py `_path`, cel/memo.py):
+    """One step of a path from the local `value`, as generated code walks it (cel/compiler.py `_path`):
     a map's field or a list's index inline, every other case (and every error) runtime.select's or index's."""
     if type(key) is str:
         return f"{value}[{key!r}] if type({value}) is dict else _sel({value}, {key!r})"
