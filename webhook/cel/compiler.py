@@ -55,9 +55,9 @@ BUILTINS: dict[str, tuple[int, Callable]] = {
     "bytes": (1, cv.to_bytes),
     "dyn": (1, lambda value: value),
     "type": (1, rt.type_of),
-    "startsWith": (2, fastpaths.STRING_METHODS["startsWith"]),
-    "endsWith": (2, fastpaths.STRING_METHODS["endsWith"]),
-    "contains": (2, fastpaths.STRING_METHODS["contains"]),
+    "startsWith": (2, rt.string_method("startsWith")),
+    "endsWith": (2, rt.string_method("endsWith")),
+    "contains": (2, rt.string_method("contains")),
 }
 
 

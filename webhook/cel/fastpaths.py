@@ -10,17 +10,14 @@ the compiler's generator): each is such a fast path in front of its runtime func
 
 from __future__ import annotations
 
-import ast
 from typing import Any, Callable, Optional
 
-from webhook.cel import library, regex
+from webhook.cel import library
 from webhook.cel import runtime as rt
 from webhook.cel.parser import INT64_MAX, INT64_MIN
 
 # name the generated code reads -> the value it stands for (the compiler adds these to the program's namespace)
-NAMESPACE = {"_QV": library.QUANTITIES, "_RM": regex.MATCHED}
-# the built-in string methods (cel/compiler.py's BUILTINS), made here so that their calls are recognised
-STRING_METHODS = {name: rt.string_method(name) for name in ("startsWith", "endsWith", "contains")}
+NAMESPACE = {"_QV": library.QUANTITIES}
 
 
 def _sign(function: Callable, values: list, constant: Callable[[Any], str]) -> str:
@@ -43,42 +40,18 @@ def _size(function: Callable, values: list, constant: Callable[[Any], str]) -> s
     return f"(len({x}) if type({x}) is list or type({x}) is dict or type({x}) is str else {constant(function)}({x}))"
 
 
-def _strings(*values: str) -> str:
-    """The test that each of `values` is a str, leaving out the str literals (a compiled `'...'`)."""
-    return " and ".join(f"type({value}) is str" for value in values if value[:1] not in ("'", '"'))
-
-
-def _string_method(method: str) -> Callable:
-    def inline(function: Callable, values: list, constant: Callable[[Any], str]) -> str:
-        text, part = values  # str's own method, as runtime.string_method calls it
-        test = f"({part} in {text})" if method == "__contains__" else f"{text}.{method}({part})"
-        return f"({test} if {_strings(text, part) or 'True'} else {constant(function)}({text}, {part}))"
-    return inline
-
-
-def _matches(function: Callable, values: list, constant: Callable[[Any], str]) -> str:
-    text, pattern = values  # an answer regex.matches keeps in its memo, read without the call
-    checks = _strings(text, pattern)
-    return (f"(_rm if {checks + ' and ' if checks else ''}(_rm := _RM.get(({pattern}, {text}))) is not None "
-            f"else {constant(function)}({text}, {pattern}))")
-
-
-_CALLS: dict[str, tuple[Callable, Callable, int]] = {
-    "size": (rt.size, _size, 1),
-    "sign": (library.FUNCTIONS["sign"].call, _sign, 1),
-    "asApproximateFloat": (library.FUNCTIONS["asApproximateFloat"].call, _float_of, 1),
-    "quantity": (library.FUNCTIONS["quantity"].call, _quantity, 1),
-    "startsWith": (STRING_METHODS["startsWith"], _string_method("startswith"), 2),
-    "endsWith": (STRING_METHODS["endsWith"], _string_method("endswith"), 2),
-    "contains": (STRING_METHODS["contains"], _string_method("__contains__"), 2),
-    "matches": (regex.matches, _matches, 2),
+_CALLS: dict[str, tuple[Callable, Callable]] = {
+    "size": (rt.size, _size),
+    "sign": (library.FUNCTIONS["sign"].call, _sign),
+    "asApproximateFloat": (library.FUNCTIONS["asApproximateFloat"].call, _float_of),
+    "quantity": (library.FUNCTIONS["quantity"].call, _quantity),
 }
 
 
 def call(name: str, function: Callable, values: list, constant: Callable[[Any], str]) -> Optional[str]:
     """Inline code for `function(*values)` (values are names or literals: safe to mention twice), or None."""
     found = _CALLS.get(name)
-    if found is None or found[0] is not function or len(values) != found[2]:
+    if found is None or found[0] is not function or len(values) != 1:
         return None
     return found[1](function, values, constant)
 
@@ -101,18 +74,10 @@ def equals(left: str, right: str, literal: Optional[type]) -> Optional[str]:
     return None
 
 
-def add(left: str, right: str, local: str, kinds: tuple = (None, None)) -> str:
-    """`left + right`: two ints inline (their sum in `local`), then two strs or two lists no longer together than
-    runtime.MAX_SIZE; CEL's int64 overflow error and every other case left to runtime.add. `kinds`: the Python
-    types of literal operands (a str literal's other operand can only concatenate)."""
-    if str in kinds and None in kinds:  # `x + "text"`, `"text" + x`
-        other, literal = (left, right) if kinds[1] is str else (right, left)
-        bound = rt.MAX_SIZE - len(ast.literal_eval(literal))
-        return f"(({left} + {right}) if type({other}) is str and len({other}) <= {bound} else _add({left}, {right}))"
+def add(left: str, right: str, local: str) -> str:
+    """`left + right`: two ints inline (their sum in `local`), CEL's int64 overflow error left to runtime.add."""
     return (f"({local} if type({left}) is int and type({right}) is int and "
-            f"{INT64_MIN} <= ({local} := {left} + {right}) <= {INT64_MAX} else ({left} + {right}) if "
-            f"type({left}) is type({right}) and (type({left}) is str or type({left}) is list) and "
-            f"len({left}) + len({right}) <= {rt.MAX_SIZE} else _add({left}, {right}))")
+            f"{INT64_MIN} <= ({local} := {left} + {right}) <= {INT64_MAX} else _add({left}, {right}))")
 
 
 def iterable(items: str, macro: str) -> str:
@@ -163,7 +128,7 @@ class Operators:
                 ([] if _literal_type(left_node) is str else [f"type({left}) is str"])
             return f"(({left} in {right}) if {' and '.join(checks)} else _in({right}, {left}))"
         if op == "+":
-            return add(left, right, self.name("s"), (_literal_type(left_node), _literal_type(right_node)))
+            return add(left, right, self.name("s"))
         if op == "*":
             checks = [f"type({text}) is float" for text, operand in ((left, left_node), (right, right_node))
                       if _literal_type(operand) is not float]

@@ -29,9 +29,7 @@ def regex(pattern: str) -> Any:
 
 
 _MATCHED: dict[tuple[str, str], bool] = {}  # (pattern, text) -> answer: google-re2's Python wrapper costs ~20 µs
-# a call, and reviews ask the same few questions (this image against the digest pattern) again and again. Generated
-# code reads this very dict (cel/fastpaths.py `_RM`): it is cleared when full, never rebound.
-MATCHED = _MATCHED
+# a call, and reviews ask the same few questions (this image against the digest pattern) again and again
 
 
 def matches(text: Any, pattern: Any) -> bool:
