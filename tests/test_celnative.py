@@ -139,6 +139,14 @@ AGREE = [
     'join(["a", 1], "-")', 'x.l.join("+")', 'glob("nvidia.com/gpu", "nvidia.com/*")', 'glob("x", ["a", "x*"])',
     'bytes("abc")', 'glob(1, "a")', '"abc".matches("c$")', 'matches(1, "a")', 'matches("a", "(")', r'matches("a\nb", "^b")',
     '"abc".matches("b")', 'matches("abc", "^a")',
+    # the inline fast paths of +, the string methods and matches(), and the bool operands of the logic, each
+    # beside the cases it leaves to the runtime (a non-str, an error, a non-bool)
+    '"a" + x.s', 'x.s + "!"', 'x.i + "a"', '"a" + x.l', "x.l + x.l", "x.s + x.s", "x.l + x.s", "x.i + x.i",
+    "x.s.startsWith(x.s)", 'x.s.endsWith("llo")', '"abc".contains(x.s)', "x.s.contains(x.i)", 'x.s.matches("^h")',
+    "x.s.matches(x.s)", 'x.i.matches("1")', "x.i > 1 && 1 / 0 == 1", "1 / 0 == 1 && x.i > 100",
+    "x.i > 100 || !(x.i > 100)", "!(x.i > 1) ? 1 : 2", "x.i > 1 ? 'a' : 1 / 0", "x.l.filter(v, v > 1 && v < 3)",
+    "x.l.all(v, v > 0 || 1 / 0 == 1)", "x.a.c && true", "true && x.a.c", "x.a.c || false", "has(x.a) && x.a.c == 1",
+    "!has(x.z) || x.z", "x.l.exists(v, has(x.a) && v == 2)", "x.l.exists(v, v)",
 ]
 
 

@@ -23,14 +23,15 @@ compile time, and webhook/cel/environment.py runs it on the reference library in
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from typing import Any, Callable, Mapping, Optional
 
 from webhook.cel import conversions as cv
-from webhook.cel import fastpaths, messages, stored
+from webhook.cel import fastpaths, messages, named, stored
 from webhook.cel import runtime as rt, sums
 from webhook.cel.comprehensions import Comprehensions
 from webhook.cel.folding import fold
+from webhook.cel.logic import Logic, is_name
+from webhook.cel.named import variable_tree
 from webhook.cel.tree import resolve
 from webhook.cel.parser import parse
 from webhook.cel.runtime import TYPES, Unsupported
@@ -42,7 +43,7 @@ HELPERS = {
     "_has": rt.has_field, "_iter": rt.iterable, "_map": rt.make_map, "_translate": rt.translate,
     "_optsel": rt.opt_select, "_over": rt.over_budget, "_pairs": rt.pairs, "_optlist": rt.opt_list,
     "_optentries": rt.opt_entries, "_unordered": rt.unordered, "_Opt": rt.Optional, "_NONE": rt.NONE,
-    "_Vars": rt.Variables,
+    "_Vars": rt.Variables, "_NOVALUES": named.NO_VALUES,
 }
 BUILTINS: dict[str, tuple[int, Callable]] = {
     "size": (1, rt.size),
@@ -91,7 +92,7 @@ def compile_native(source: str, functions: Mapping[str, Callable], cache: Any = 
         generator, body, result = generate(source, functions, qualified, inline)
         python = "\n".join([
             "def cel(A):",
-            "    _n = 0",  # comprehension steps taken: the run-time bound (runtime.MAX_STEPS)
+            *(["    _n = 0"] if generator.counted else []),  # comprehension steps taken (runtime.MAX_STEPS)
             "    try:",
             *body,
             f"        return {result}",
@@ -115,21 +116,18 @@ def generate(source: str, functions: Mapping[str, Callable], qualified: frozense
     body: list[str] = []
     try:
         generator.tree = fold(parse(source))
-        return generator, body, generator.value(generator.tree, body, "        ", {})
+        result = generator.value(generator.tree, body, "        ", {})
     except RecursionError:
         raise Unsupported("too deeply nested for the native compiler") from None
+    if generator.reads_variables:
+        body[:0] = ["        " + line for line in named.PROLOGUE]
+    return generator, body, result
 
 
 _IN = "    "
 
 
-@lru_cache(maxsize=1024)
-def _variable_tree(source: str) -> tuple:
-    """A named variable's folded tree, parsed once for all the programs that inline it (trees are never mutated)."""
-    return fold(parse(source))
-
-
-class _Generator(Comprehensions, messages.Construction, fastpaths.Operators):
+class _Generator(Comprehensions, messages.Construction, fastpaths.Operators, named.NamedVariables, Logic):
     """Emits statements into a list of lines and answers, for each node, a Python expression of its value.
 
     `value(node, out, indent, scope)` may append statements (at `indent`) that
@@ -215,23 +213,17 @@ class _Generator(Comprehensions, messages.Construction, fastpaths.Operators):
             node = node[1]
         if not steps:
             return None
-        local = self.name()
-        out.append(f"{indent}{local} = {self.value(node, out, indent, scope)}")
+        local = source = self.name()
+        base = self.value(node, out, indent, scope)
         if node == ("ident", "variables") and "variables" not in scope and type(steps[-1]) is str:
-            # a named variable already computed in this binding: read straight from its values (cel/values.py)
-            step = steps.pop()
-            if step in self.inline:
-                self._inline_variable(step, local, out, indent)
-            else:
-                out.append(f"{indent}{local} = {local}.values[{step!r}] if type({local}) is _Vars and {step!r} in "
-                           f"{local}.values else _sel({local}, {step!r})")
+            self.read_variable(steps.pop(), local, base, out, indent)  # a policy's named variable (cel/named.py)
+        elif is_name(base):  # a local (a comprehension's variable, a result): the first step reads it where it is
+            source = base
+        else:
+            out.append(f"{indent}{local} = {base}")
         for step in reversed(steps):
-            if type(step) is str:
-                out.append(f"{indent}{local} = {local}[{step!r}] if type({local}) is dict else _sel({local}, {step!r})")
-            elif step >= 0:
-                out.append(f"{indent}{local} = {local}[{step}] if type({local}) is list else _idx({local}, {step})")
-            else:
-                out.append(f"{indent}{local} = _idx({local}, {step})")
+            out.append(f"{indent}{local} = {fastpaths.step(source, step)}")
+            source = local
         return local
 
     def _qualify(self, node: tuple, scope: dict) -> tuple:
@@ -247,17 +239,6 @@ class _Generator(Comprehensions, messages.Construction, fastpaths.Operators):
         for step in found[1]:
             rebuilt = ("select", rebuilt, step[2])
         return rebuilt
-    def _inline_variable(self, name: str, local: str, out: list, indent: str) -> None:
-        """`local = variables.NAME`, computing NAME here on its first read in the binding; its error is kept too."""
-        body, inner = [], indent + _IN * 2
-        result = self.value(_variable_tree(self.inline[name]), body, inner, {})
-        out += [f"{indent}if type({local}) is not _Vars: {local} = _sel({local}, {name!r})",
-                f"{indent}elif {name!r} in {local}.values: {local} = {local}.values[{name!r}]",
-                f"{indent}elif {name!r} in {local}.failed: raise {local}.failed[{name!r}]",
-                f"{indent}else:", f"{indent}{_IN}try:", *body, f"{inner}{local}.values[{name!r}] = {result}",
-                f"{indent}{_IN}except Exception as _e:",
-                f"{indent}{_IN * 2}{local}.fail({name!r}, _translate(_e, A, {self.free_name}))", f"{indent}{_IN * 2}raise",
-                f"{indent}{_IN}{local} = {local}.values[{name!r}]"]
 
     def _select(self, node: tuple, out: list, indent: str, scope: dict) -> str:
         return self._path(node, out, indent, scope)
@@ -277,60 +258,9 @@ class _Generator(Comprehensions, messages.Construction, fastpaths.Operators):
         return f"({operand}[{key}] if type({operand}) is dict and type({key}) is str and {key} in {operand} " \
                f"else _idx({operand}, {key}))"  # a map's present string key inline, as runtime.index reads it
 
-    # operators
-    def _not(self, node: tuple, out: list, indent: str, scope: dict) -> str:
-        operand = self.atom(node[1], out, indent, scope, literal=False)
-        return f"(False if {operand} is True else True if {operand} is False else _fail(_overload('!', {operand})))"
-
+    # operators (`!`, `&&`, `||` and `?:`: cel/logic.py; the binary ones: cel/fastpaths.py)
     def _neg(self, node: tuple, out: list, indent: str, scope: dict) -> str:
         return f"_neg({self.atom(node[1], out, indent, scope)})"
-
-    def _and(self, node: tuple, out: list, indent: str, scope: dict) -> str:
-        return self._logical(node[1], False, "&&", out, indent, scope)
-
-    def _or(self, node: tuple, out: list, indent: str, scope: dict) -> str:
-        return self._logical(node[1], True, "||", out, indent, scope)
-
-    def _logical(self, operands: tuple, decisive: bool, op: str, out: list, indent: str, scope: dict) -> str:
-        """`&&` (decisive: False) or `||` (decisive: True) over a chain, with CEL's error absorption.
-
-        Operands run in order until one is decisive; an error or a non-boolean
-        met before that is raised only if none is. The operands sit one after
-        the other, each behind `if result is None`, so a long chain nests no blocks.
-        """
-        result, error = self.name("r"), self.name("e")
-        out.append(f"{indent}{result} = None")
-        out.append(f"{indent}{error} = None")
-        for position, operand in enumerate(operands):
-            inner = indent
-            if position:
-                out.append(f"{indent}if {result} is None:")
-                inner = indent + _IN
-            value = self.name()
-            out.append(f"{inner}try:")
-            text = self.value(operand, out, inner + _IN, scope)
-            out.append(f"{inner + _IN}{value} = {text}")
-            out.append(f"{inner}except Exception as _exc:")
-            out.append(f"{inner + _IN}if {error} is None: {error} = _exc")
-            out.append(f"{inner}else:")
-            out.append(f"{inner + _IN}if {value} is {decisive}: {result} = {decisive}")
-            out.append(f"{inner + _IN}elif {value} is not {not decisive} and {error} is None: "
-                       f"{error} = _overload({op!r}, {value})")
-        out.append(f"{indent}if {result} is None:")
-        out.append(f"{indent + _IN}if {error} is not None: raise {error}")
-        out.append(f"{indent + _IN}{result} = {not decisive}")
-        return result
-
-    def _cond(self, node: tuple, out: list, indent: str, scope: dict) -> str:
-        test = self.atom(node[1], out, indent, scope, literal=False)
-        result = self.name("r")
-        out.append(f"{indent}if {test} is True:")
-        out.append(f"{indent + _IN}{result} = {self.value(node[2], out, indent + _IN, scope)}")
-        out.append(f"{indent}elif {test} is False:")
-        out.append(f"{indent + _IN}{result} = {self.value(node[3], out, indent + _IN, scope)}")
-        out.append(f"{indent}else:")
-        out.append(f"{indent + _IN}raise _overload('?:', {test})")
-        return result
 
     # literals with parts
     def _list(self, node: tuple, out: list, indent: str, scope: dict) -> str:
@@ -379,7 +309,7 @@ class _Generator(Comprehensions, messages.Construction, fastpaths.Operators):
         else:
             raise Unsupported(f"function {name!r}")
         if name == "sum" and len(arguments) == 1:  # an empty list sums to the zero of its static type (cel/sums.py)
-            self.zeros = sums.zeros(self.tree, self.inline, _variable_tree) if self.zeros is None else self.zeros
+            self.zeros = sums.zeros(self.tree, self.inline, variable_tree) if self.zeros is None else self.zeros
             function = sums.typed_sum(function, self.zeros[id(node)]) if id(node) in self.zeros else function
         values = [self.atom(argument, out, indent, scope) for argument in arguments]
         return fastpaths.call(name, function, values, self.constant) or f"{self.constant(function)}({', '.join(values)})"

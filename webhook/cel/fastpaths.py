@@ -56,6 +56,16 @@ def call(name: str, function: Callable, values: list, constant: Callable[[Any], 
     return found[1](function, values, constant)
 
 
+def step(value: str, key: Any) -> str:
+    """One step of a path from the local `value`, as generated code walks it (cel/compiler.py `_path`):
+    a map's field or a list's index inline, every other case (and every error) runtime.select's or index's."""
+    if type(key) is str:
+        return f"{value}[{key!r}] if type({value}) is dict else _sel({value}, {key!r})"
+    if key >= 0:
+        return f"{value}[{key}] if type({value}) is list else _idx({value}, {key})"
+    return f"_idx({value}, {key})"
+
+
 def equals(left: str, right: str, literal: Optional[type]) -> Optional[str]:
     """`left == right` where `right` is an int or double literal: the same-typed case inline, else runtime.equals
     (which compares numbers across int, uint and double)."""
@@ -72,8 +82,8 @@ def add(left: str, right: str, local: str) -> str:
 
 def iterable(items: str, macro: str) -> str:
     """What a comprehension walks (runtime.iterable), as a statement on the local `items`: a list or a map as it
-    is, anything else runtime.iterable's error."""
-    return f"if type({items}) is not list and type({items}) is not dict: {items} = _iter({items}, {macro!r})"
+    is, anything else runtime.iterable's error (it returns only a list or a map: `items` is never rebound)."""
+    return f"if type({items}) is not list and type({items}) is not dict: _iter({items}, {macro!r})"
 
 
 def _literal_type(node: tuple) -> type | None:

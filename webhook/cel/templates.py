@@ -53,7 +53,8 @@ def compile_template(texts: Sequence[str], segments: Sequence[tuple[str, frozens
             extras.update(generator.constants)
             extras[free] = frozenset(generator.free)
             value = f"_m{position}"
-            lines.extend(["    _n = 0", "    try:", *body, f"        {value} = {result}", "    except Exception:",
+            lines.extend(["    _n = 0"] if generator.counted else [])  # its own comprehension steps, from zero
+            lines.extend(["    try:", *body, f"        {value} = {result}", "    except Exception:",
                           f"        {value} = '?'", f"    if type({value}) is not str: {value} = _display({value})"])
         return "\n".join(lines + _join(texts)), extras
 
