@@ -330,3 +330,15 @@ def test_internal_errors_fail_closed_on_validate_and_open_on_mutate():
     assert validate.response["allowed"] is False and validate.response["status"]["code"] == 500
     mutate = responses.error_outcome(request, "mutate", "boom")
     assert mutate.response["allowed"] is True and "patch" not in mutate.response
+
+
+@pytest.mark.parametrize("patterns", [load_config(None).trusted_controllers, ("a*",), ("[ab]?c", "x*y"), ("*",),
+                                      ("sys:[!x]*", "lit.eral")])
+def test_trusted_globs_match_as_fnmatch_does(patterns):
+    import fnmatch
+
+    names = ["", "a", "abc", "bxc", "xy", "xzzy", "a\nb", "sys:y", "sys:x", "litXeral", "lit.eral", "lit.eral\n",
+             "system:serviceaccount:kube-system:job-controller", "system:serviceaccount:evil:job-controller"]
+    names += [p.replace("*", "zz") for p in patterns] + list(patterns)
+    for name in names:
+        assert bool(admission._globs(patterns).match(name)) == any(fnmatch.fnmatchcase(name, p) for p in patterns)
