@@ -75,6 +75,9 @@ class EngineSource:
         return True, "ok"
 
 
+_ENCODE = json.JSONEncoder(default=str).encode  # json.dumps(..., default=str) without building an encoder per line
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line; structured fields come from `extra={"fields": {...}}`."""
 
@@ -84,7 +87,7 @@ class JsonFormatter(logging.Formatter):
         entry.update(getattr(record, "fields", None) or {})
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info).splitlines()[-1]
-        return json.dumps(entry, default=str)
+        return _ENCODE(entry)
 
 
 def setup_logging(level: int = logging.INFO) -> None:
@@ -307,4 +310,7 @@ def _log(endpoint: str, outcome: responses.Outcome, seconds: float) -> None:
         fields["exempted"] = outcome.exemptions
     if outcome.problems:
         fields["problems"] = [p[:300] for p in outcome.problems]
-    log.info("review", extra={"fields": fields})
+    if log.isEnabledFor(logging.INFO):
+        # log.info() without its findCaller: a walk up the stack, once per review, for a file and line that the
+        # JSON line never shows. Filters, handlers and propagation are the logger's own (Logger.handle).
+        log.handle(log.makeRecord(log.name, logging.INFO, __file__, 0, "review", (), None, extra={"fields": fields}))
