@@ -342,3 +342,17 @@ def test_trusted_globs_match_as_fnmatch_does(patterns):
     names += [p.replace("*", "zz") for p in patterns] + list(patterns)
     for name in names:
         assert bool(admission._globs(patterns).match(name)) == any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def test_one_line_takes_out_every_control_character_as_before():
+    """one_line's shortcut for plain ASCII (isprintable) answers what the regex substitution answers, for every
+    character below 0x80 and around it, alone and between others, stripped or not."""
+    import re
+
+    control = re.compile(r"[\x00-\x1f\x7f]+")
+    texts = ["", " ", "plain text", "  padded  ", "é", "\u2028", "\u00a0x\u00a0", 42]
+    for code in range(0x00, 0x100):
+        char = chr(code)
+        texts += [char, f"a{char}b", f"{char}edge{char}", f" {char} "]
+    for text in texts:
+        assert responses.one_line(text) == control.sub(" ", str(text)).strip(), repr(text)
