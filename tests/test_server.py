@@ -189,39 +189,6 @@ def test_metrics_count_requests_findings_and_generation(engine):
     assert 'aiadmit_admission_duration_seconds_bucket{endpoint="validate",le="0.01"}' in text
 
 
-def test_the_review_line_written_directly_is_the_formatters_line(engine):
-    """With only aiadmit's own JSON handler configured, the review's line is written without a LogRecord; it must
-    be the line JsonFormatter writes for that record (which any other configuration gets), field for field."""
-    import io
-    import logging
-
-    from webhook.app.server import setup_logging
-
-    root = logging.getLogger("aiadmit")
-    saved = (list(root.handlers), root.level, root.propagate)
-    client, _ = client_for(engine)
-    review = make_review(gpu_pod(shm=False), uid="line-uid-1", operation="CREATE")
-    try:
-        root.handlers = []
-        setup_logging()
-        handler = root.handlers[0]
-        handler.stream = io.StringIO()
-        post(client, "/validate", review)
-        direct = handler.stream.getvalue()
-        handler.addFilter(lambda record: True)  # a filter on the way: the record goes through logging
-        handler.stream = io.StringIO()
-        post(client, "/validate", review)
-        through = handler.stream.getvalue()
-    finally:
-        root.handlers, root.level, root.propagate = saved
-    assert direct.endswith("\n") and direct.count("\n") == 1 and through.count("\n") == 1
-    lines = [json.loads(direct), json.loads(through)]
-    for line in lines:
-        assert line.pop("ts") > 0 and line.pop("duration_ms") > 0
-    assert lines[0] == lines[1] and list(lines[0]) == list(lines[1])
-    assert lines[0]["msg"] == "review" and lines[0]["uid"] == "line-uid-1" and lines[0]["outcome"] == "denied"
-
-
 def test_logs_carry_coordinates_never_contents(engine, caplog):
     client, _ = client_for(engine)
     secret = [{"name": "HF_TOKEN", "value": "hf_s3cr3t-v4lue"}]

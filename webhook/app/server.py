@@ -92,21 +92,6 @@ class JsonFormatter(logging.Formatter):
         return _ENCODE(entry)
 
 
-def _own_handler(logger: logging.Logger, level: int) -> Optional[logging.StreamHandler]:
-    """The handler a record of `logger` at `level` reaches when that is only aiadmit's JSON handler (setup_logging)
-    with no filter on the way, else None: then what `logger.handle(record)` would do is writing the formatted line
-    (Logger.callHandlers, Handler.handle, StreamHandler.emit), and the review's line is written so without a record."""
-    parent = logger.parent
-    if logger.handlers or logger.filters or not logger.propagate or logger.disabled or parent is None \
-            or parent.filters or parent.propagate or parent.disabled or len(parent.handlers) != 1:
-        return None
-    handler = parent.handlers[0]
-    if not getattr(handler, "_aiadmit", False) or handler.filters or level < handler.level \
-            or type(handler.formatter) is not JsonFormatter:
-        return None
-    return handler
-
-
 def setup_logging(level: int = logging.INFO) -> None:
     root = logging.getLogger("aiadmit")
     if not any(getattr(h, "_aiadmit", False) for h in root.handlers):
@@ -352,22 +337,7 @@ def _log(endpoint: str, outcome: responses.Outcome, seconds: float) -> None:
         fields["exempted"] = outcome.exemptions
     if outcome.problems:
         fields["problems"] = [p[:300] for p in outcome.problems]
-    if not log.isEnabledFor(logging.INFO):
-        return
-    handler = _own_handler(log, logging.INFO)
-    if handler is not None:
-        # The line JsonFormatter writes for the record below, without the record: a LogRecord (thread, process,
-        # path and time fields the line never shows) and four layers of logging calls, once per review.
-        try:
-            line = _ENCODE({"ts": round(time.time(), 3), "level": "info", "logger": log.name, "msg": "review",
-                            **fields})
-            with handler.lock:
-                handler.stream.write(line + handler.terminator)
-                handler.stream.flush()
-            return
-        except Exception:  # written as logging writes it below, which reports its own failures (handleError)
-            pass
-    # Any other configuration (a test's capture, another handler or filter): log.info() without its findCaller, a
-    # walk up the stack for a file and line that the line never shows. Filters, handlers and propagation are the
-    # logger's own (Logger.handle).
-    log.handle(log.makeRecord(log.name, logging.INFO, __file__, 0, "review", (), None, extra={"fields": fields}))
+    if log.isEnabledFor(logging.INFO):
+        # log.info() without its findCaller: a walk up the stack, once per review, for a file and line that the
+        # JSON line never shows. Filters, handlers and propagation are the logger's own (Logger.handle).
+        log.handle(log.makeRecord(log.name, logging.INFO, __file__, 0, "review", (), None, extra={"fields": fields}))
