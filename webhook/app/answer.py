@@ -6,8 +6,7 @@ bench/RESULTS.md, 2026-12-07, h-serve), for an answer that is always the same sh
 the same bytes: the status line werkzeug would write, `Content-Type: application/json` and `Content-Length`.
 
 The answer is also its own response iterable: the WSGI server calls `close` once the bytes are written, which runs
-the callbacks (`call_on_close`, as werkzeug's), so what a review built is released only after its answer is out;
-an answer nobody closes (a test client's) runs them when it is freed.
+the callbacks (`call_on_close`, as werkzeug's), so what a review built is released only after its answer is out.
 """
 
 from __future__ import annotations
@@ -22,18 +21,17 @@ def _status_line(code: int) -> str:
     return f"{code} {HTTP_STATUS_CODES.get(code, 'UNKNOWN').upper()}"  # werkzeug's own spelling of the line
 
 
-_ENCODE = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps(data, separators=...) without an encoder each
 _STATUS = {code: _status_line(code) for code in (200, 400, 413, 415, 503)}
 
 
 class Answer:
     """`data` encoded once as compact JSON; callable as a WSGI application, and its own iterable."""
 
-    __slots__ = ("status", "body", "_on_close")
+    __slots__ = ("status", "body", "_on_close", "__weakref__")
 
     def __init__(self, data: dict, status: int = 200):
         self.status = status
-        self.body = _ENCODE(data).encode()
+        self.body = json.dumps(data, separators=(",", ":")).encode()
         self._on_close: list[Callable[[], object]] = []
 
     def call_on_close(self, callback: Callable[[], object]) -> None:
@@ -51,5 +49,3 @@ class Answer:
         callbacks, self._on_close = self._on_close, []
         for callback in callbacks:
             callback()
-
-    __del__ = close

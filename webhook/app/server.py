@@ -22,6 +22,7 @@ import json
 import logging
 import sys
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Optional
 
@@ -154,7 +155,9 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
         started = time.perf_counter()
         held = Held()
         answer = _review(endpoint, environ, started, held)
-        answer.call_on_close(held.release)  # when its bytes are written, or when it is freed unclosed (answer.py)
+        # The WSGI server closes the answer once its bytes are written; an answer nobody closes (a test
+        # client's) releases when it is freed.
+        answer.call_on_close(weakref.finalize(answer, held.release))
         return answer
 
     def _review(endpoint: str, environ: dict, started: float, held: Held) -> Answer:
