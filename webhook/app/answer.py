@@ -1,9 +1,9 @@
 """A review route's JSON answer as a plain WSGI application: the status line, two headers, one encoded body.
 
-Why not Flask's Response: building one and calling it (its headers object, charset and content-length logic,
-`get_wsgi_headers`, a ClosingIterator) cost about as much CPU per review as decoding the review (measured:
-bench/RESULTS.md, 2026-12-07, h-serve), for an answer that is always the same shape. What the client gets is
-the same bytes: the status line werkzeug would write, `Content-Type: application/json` and `Content-Length`.
+Why not Flask's Response: building one and calling it runs its headers object, charset and content-length logic,
+`get_wsgi_headers` and a ClosingIterator on every review, for an answer that is always the same shape (measured
+with the review path that skips Flask: bench/RESULTS.md, 2026-12-07, h-serve). What the client gets is the same
+bytes: the status line werkzeug would write, `Content-Type: application/json` and `Content-Length`.
 
 The answer is also its own response iterable: the WSGI server calls `close` once the bytes are written, which runs
 the callbacks (`call_on_close`, as werkzeug's), so what a review built is released only after its answer is out.
