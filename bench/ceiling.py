@@ -10,7 +10,8 @@ certificates; both on loopback, driven by bench/load.py (8 keep-alive connection
 discarded) on the same two cores; at the rate, the servers' own CPU (master and workers, from /proc) per review
 served (the warm-up's reviews counted as the rate times 2 s). Every round runs each (server, review) pair once saturated and once at the rate,
 in an order that alternates between rounds. Prints the median of each figure, the ratios, and the load average.
-`--serve-arg` passes an option to aiadmit's server (to measure, e.g., `--workers 4`).
+`--serve-arg` passes an option to aiadmit's server (to measure, e.g., `--workers 4`); `--bare-workers` gives the bare
+handler as many, so that the comparison stays one of the same stack.
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def serve_bare(port: int, certs: str) -> subprocess.Popen:
-    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "--worker-class", "gthread", "--workers", "2",
+def serve_bare(port: int, certs: str, workers: int = 2) -> subprocess.Popen:
+    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "--worker-class", "gthread", "--workers", str(workers),
                                "--threads", "4", "--certfile", os.path.join(certs, "tls.crt"),
                                "--keyfile", os.path.join(certs, "tls.key"), "--bind", f"127.0.0.1:{port}",
                                "--chdir", HERE, "--log-level", "warning", "bare_handler:app"],
@@ -67,11 +68,13 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=200.0)
     parser.add_argument("--serve-arg", action="append", default=[])
+    parser.add_argument("--bare-workers", type=int, default=2,
+                        help="the bare handler's worker processes: the same as aiadmit's when --serve-arg changes them")
     args = parser.parse_args()
     load_before = os.getloadavg()
     servers = {"aiadmit": (serve(18460, args.serve_arg), 18460)}
     try:
-        servers["bare"] = (serve_bare(18461, os.path.join(ROOT, "certs", "dev")), 18461)
+        servers["bare"] = (serve_bare(18461, os.path.join(ROOT, "certs", "dev"), args.bare_workers), 18461)
         samples: dict[tuple[str, str, str], list[float]] = {}
         pairs = [(server, review) for server in servers for review in REVIEWS]
         for round_number in range(args.rounds):
@@ -97,7 +100,8 @@ def main() -> None:
                     samples.setdefault((server, review, "errors"), []).append(out.get("errors") or 0)
         print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {args.rounds} rounds x {args.duration:.0f} s, "
               f"load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after; medians"
-              f"{'; aiadmit serve ' + ' '.join(args.serve_arg) if args.serve_arg else ''}")
+              f"{'; aiadmit serve ' + ' '.join(args.serve_arg) if args.serve_arg else ''}"
+              f"{f'; bare handler {args.bare_workers} workers' if args.bare_workers != 2 else ''}")
         print("| review | figure | aiadmit | bare handler | aiadmit / bare |")
         print("|---|---|---:|---:|---:|")
         for review in REVIEWS:

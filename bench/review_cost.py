@@ -1,14 +1,17 @@
 """What one admission review costs inside the process, piece by piece: instructions (callgrind) per request.
 
-    python3 bench/review_cost.py [--requests 300]     # instructions per request, by variant
+    python3 bench/review_cost.py [--requests 300] [--only full,bare] [--reviews a.json,b.json] [--tree DIR]
     python3 bench/review_cost.py --collector [--requests 15000]   # the cyclic collector's pauses, with gc.freeze()
 
 Each request goes through the real Flask app (webhook/app/server.py's `create_app`, the built-in bundle, the JSON
 log line to /dev/null) by Flask's test client: no TLS, no sockets, so what differs between the variants is
 aiadmit's own work. Variants: the full review; without the log line; without the metrics; without pausing the
-collector; the bare handler (bench/bare_handler.py). A variant's cost is (instructions of N requests - those of 0
-requests) / N, both after 50 warm-up requests, on examples/pytorchjob-gpu.json (denied) and examples/configmap.json
-(no policy applies). `--collector` times every collection (gc.callbacks) over N reviews, plain and after
+collector; the bare handler (bench/bare_handler.py). A variant's cost is the instructions of N requests / N, after 50
+warm-up requests: only those N are collected (they run inside `sys.call_tracing`, which callgrind's
+`--toggle-collect` switches on and off), so one run per figure; on examples/pytorchjob-gpu.json (denied),
+examples/pytorchjob-gpu-compliant.json (compliant) and examples/configmap.json (no policy applies). `--tree DIR`
+measures the webhook package and examples of another tree (a `git archive` export of a revision: the same probe
+for both sides of a comparison); `--only` and `--reviews` pick variants and samples. `--collector` times every collection (gc.callbacks) over N reviews, plain and after
 `gc.collect(); gc.freeze()` of what the process holds once loaded, with the latency percentiles.
 """
 
@@ -28,8 +31,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def client(variant: str):
-    sys.path.insert(0, ROOT)
+def client(variant: str, tree: str = ROOT):
+    sys.path.insert(0, tree)
     from webhook.app import metrics, server
     from webhook.engine.core import Engine
 
@@ -49,19 +52,25 @@ def client(variant: str):
     return server.create_app(server.EngineSource(Engine.load().prepare())).test_client()
 
 
-def child(variant: str, review: str, count: int) -> None:
-    """The probe run under callgrind: 50 warm-up requests, then `count`."""
-    test = client(variant)
-    with open(os.path.join(ROOT, "examples", review), "rb") as handle:
+def child(variant: str, review: str, count: int, tree: str = ROOT) -> None:
+    """The probe run under callgrind: 50 warm-up requests, then `count` inside sys.call_tracing (collected)."""
+    test = client(variant, tree)
+    with open(os.path.join(tree, "examples", review), "rb") as handle:
         body = handle.read()
-    for _ in range(50 + count):
+    for _ in range(50):
         test.post("/validate", data=body, content_type="application/json")
 
+    def measured() -> None:
+        for _ in range(count):
+            test.post("/validate", data=body, content_type="application/json")
 
-def instructions(variant: str, review: str, count: int) -> int:
-    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-                           __file__, "--child", variant, review, str(count)], capture_output=True, text=True,
-                          timeout=3600)
+    sys.call_tracing(measured, ())
+
+
+def instructions(variant: str, review: str, count: int, tree: str = ROOT) -> int:
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--collect-atstart=no",
+                           "--toggle-collect=sys_call_tracing", sys.executable, __file__, "--child", variant, review,
+                           str(count), tree], capture_output=True, text=True, timeout=3600)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if not found:
         raise SystemExit(f"callgrind gave no count: {done.stderr[-1000:]}")
@@ -100,11 +109,14 @@ print("gc.freeze()" if {frozen} else "plain", "tracked", len(gc.get_objects()), 
 
 def main() -> int:
     if sys.argv[1:2] == ["--child"]:
-        child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=0)
     parser.add_argument("--collector", action="store_true")
+    parser.add_argument("--only", default="full,no log line,no metrics,no collector pause,bare")
+    parser.add_argument("--reviews", default="pytorchjob-gpu.json,pytorchjob-gpu-compliant.json,configmap.json")
+    parser.add_argument("--tree", default=ROOT, help="the tree whose webhook is measured (default: this one)")
     args = parser.parse_args()
     if args.collector:
         collector(args.requests or 15000)
@@ -113,11 +125,13 @@ def main() -> int:
         print("skipped: valgrind is not installed (apt-get install valgrind)")
         return 0
     count = args.requests or 300
-    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; instructions per request, {count} requests")
-    for review in ("pytorchjob-gpu.json", "configmap.json"):
-        for variant in ("full", "no log line", "no metrics", "no collector pause", "bare"):
-            cost = (instructions(variant, review, count) - instructions(variant, review, 0)) / count
-            print(f"{review:<22} {variant:<20} {cost:>12,.0f}", flush=True)
+    tree = os.path.abspath(args.tree)
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; instructions per request, {count} requests; "
+          f"{tree}")
+    for review in args.reviews.split(","):
+        for variant in args.only.split(","):
+            cost = instructions(variant, review, count, tree) / count
+            print(f"{review:<30} {variant:<20} {cost:>12,.0f}", flush=True)
     return 0
 
 

@@ -330,3 +330,29 @@ def test_internal_errors_fail_closed_on_validate_and_open_on_mutate():
     assert validate.response["allowed"] is False and validate.response["status"]["code"] == 500
     mutate = responses.error_outcome(request, "mutate", "boom")
     assert mutate.response["allowed"] is True and "patch" not in mutate.response
+
+
+@pytest.mark.parametrize("patterns", [load_config(None).trusted_controllers, ("a*",), ("[ab]?c", "x*y"), ("*",),
+                                      ("sys:[!x]*", "lit.eral")])
+def test_trusted_globs_match_as_fnmatch_does(patterns):
+    import fnmatch
+
+    names = ["", "a", "abc", "bxc", "xy", "xzzy", "a\nb", "sys:y", "sys:x", "litXeral", "lit.eral", "lit.eral\n",
+             "system:serviceaccount:kube-system:job-controller", "system:serviceaccount:evil:job-controller"]
+    names += [p.replace("*", "zz") for p in patterns] + list(patterns)
+    for name in names:
+        assert bool(admission._globs(patterns).match(name)) == any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+def test_one_line_takes_out_every_control_character_as_before():
+    """one_line's shortcut for plain ASCII (isprintable) answers what the regex substitution answers, for every
+    character below 0x80 and around it, alone and between others, stripped or not."""
+    import re
+
+    control = re.compile(r"[\x00-\x1f\x7f]+")
+    texts = ["", " ", "plain text", "  padded  ", "é", "\u2028", "\u00a0x\u00a0", 42]
+    for code in range(0x00, 0x100):
+        char = chr(code)
+        texts += [char, f"a{char}b", f"{char}edge{char}", f" {char} "]
+    for text in texts:
+        assert responses.one_line(text) == control.sub(" ", str(text)).strip(), repr(text)

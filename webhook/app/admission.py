@@ -27,7 +27,8 @@ What is decided here, and why:
 from __future__ import annotations
 
 import fnmatch
-from functools import partial
+import re
+from functools import lru_cache, partial
 from typing import Optional
 
 from webhook.engine.core import Engine
@@ -66,6 +67,13 @@ def _precheck(request: dict) -> Optional[Outcome]:
 
 
 # ---------------------------------------------------------------------- trust
+@lru_cache(maxsize=8)
+def _globs(patterns: tuple[str, ...]) -> re.Pattern:
+    """The globs as one regex: what `any(fnmatch.fnmatchcase(name, p) for p in patterns)` answers, in one match
+    instead of a call per pattern on every CREATE (18 per review with the default configuration's list)."""
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns))
+
+
 def trusted_owner(request: dict, patterns: tuple[str, ...], group: str, kind: str) -> Optional[str]:
     """The kind of the owner whose check covers this CREATE by a configured controller identity, else None
     (see module docstring)."""
@@ -73,7 +81,7 @@ def trusted_owner(request: dict, patterns: tuple[str, ...], group: str, kind: st
         return None
     user = request.get("userInfo") if isinstance(request.get("userInfo"), dict) else {}
     username = user.get("username")
-    if not isinstance(username, str) or not any(fnmatch.fnmatchcase(username, p) for p in patterns):
+    if not isinstance(username, str) or not patterns or not _globs(patterns).match(username):
         return None
     owner = deriving_owner(request["object"], group, kind)
     return owner[1] if owner else None

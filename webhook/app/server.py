@@ -28,8 +28,11 @@ from typing import Optional
 
 from flask import Flask, Response, request
 from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge
+from werkzeug.http import parse_options_header
+from werkzeug.wsgi import get_input_stream
 
 from webhook.app import admission
+from webhook.app.answer import Answer
 from webhook.inputs import bounds
 from webhook.inputs import review as reviews
 from webhook.outputs import response as responses
@@ -75,6 +78,9 @@ class EngineSource:
         return True, "ok"
 
 
+_ENCODE = json.JSONEncoder(default=str).encode  # json.dumps(..., default=str) without building an encoder per line
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line; structured fields come from `extra={"fields": {...}}`."""
 
@@ -84,7 +90,7 @@ class JsonFormatter(logging.Formatter):
         entry.update(getattr(record, "fields", None) or {})
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info).splitlines()[-1]
-        return json.dumps(entry, default=str)
+        return _ENCODE(entry)
 
 
 def setup_logging(level: int = logging.INFO) -> None:
@@ -140,28 +146,32 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.extensions["aiadmit"] = {"source": source, "metrics": metrics, "settings": settings}
 
-    def bad(endpoint: str, status: int, reason: str, code: str) -> Response:
+    def bad(endpoint: str, status: int, reason: str, code: str) -> Answer:
         metrics.bad_requests.labels(endpoint, code).inc()
         log.info("bad request", extra={"fields": {"endpoint": endpoint, "status": status, "reason": reason[:200]}})
-        return _json({"error": reason, "status": status}, status)
+        return Answer({"error": reason, "status": status}, status)
 
-    def review(endpoint: str) -> Response:
+    def review(endpoint: str, environ: dict) -> Answer:
         started = time.perf_counter()
         held = Held()
-        response = _review(endpoint, started, held)
-        # The WSGI server closes the response once its bytes are written; a response nobody closes (a test
+        answer = _review(endpoint, environ, started, held)
+        # The WSGI server closes the answer once its bytes are written; an answer nobody closes (a test
         # client's) releases when it is freed.
-        response.call_on_close(weakref.finalize(response, held.release))
-        return response
+        answer.call_on_close(weakref.finalize(answer, held.release))
+        return answer
 
-    def _review(endpoint: str, started: float, held: Held) -> Response:
+    def _review(endpoint: str, environ: dict, started: float, held: Held) -> Answer:
         parsed = None
         try:
-            if request.mimetype != "application/json":
-                return bad(endpoint, 415, f"content type must be application/json, got {request.mimetype!r}",
+            # what Flask's request.mimetype and request.get_data(cache=False) are, without a request object: the
+            # body bound (MAX_CONTENT_LENGTH, 413 before a byte is read when Content-Length is over it) and the
+            # short-body check (ClientDisconnected) are werkzeug's own, in get_input_stream
+            mimetype = parse_options_header(environ.get("CONTENT_TYPE", ""))[0].lower()
+            if mimetype != "application/json":
+                return bad(endpoint, 415, f"content type must be application/json, got {mimetype!r}",
                            "content-type")
             try:
-                body = request.get_data(cache=False)
+                body = get_input_stream(environ, max_content_length=settings.max_body_bytes).read()
             except RequestEntityTooLarge:
                 return bad(endpoint, 413, f"request body over {settings.max_body_bytes} bytes", "too-large")
             except ClientDisconnected:  # the server's body time-out, or the client went away mid-body
@@ -187,7 +197,7 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
             log.exception("internal error", extra={"fields": {"endpoint": endpoint}})
             metrics.internal_errors.labels(endpoint).inc()
             if parsed is None:
-                return _json({"error": f"internal error: {type(exc).__name__}"}, 400)
+                return Answer({"error": f"internal error: {type(exc).__name__}"}, 400)
             outcome = responses.error_outcome(parsed, endpoint, f"internal error: {type(exc).__name__}")
         seconds = time.perf_counter() - started
         try:
@@ -195,9 +205,9 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
             _log(endpoint, outcome, seconds)
         except Exception:  # metrics and logs must not turn an answer into an error
             pass
-        return _json(outcome.body)
+        return Answer(outcome.body)
 
-    def refused(endpoint: str, body: bytes, problem: str, started: float) -> Response:
+    def refused(endpoint: str, body: bytes, problem: str, started: float) -> Answer:
         """A body refused unread: a review's denial when its uid is readable at its head, else HTTP 413."""
         uid = bounds.head_uid(body)
         if uid is None:
@@ -206,7 +216,7 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
         seconds = time.perf_counter() - started
         metrics.observe(endpoint, outcome, seconds)
         _log(endpoint, outcome, seconds)
-        return _json(outcome.body)
+        return Answer(outcome.body)
 
     def _evaluate(endpoint: str, parsed: dict, started: float, held: Held) -> responses.Outcome:
         engine, facts = source.engine, source.facts
@@ -242,13 +252,36 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
             metrics.internal_errors.labels(endpoint).inc()
             return responses.error_outcome(parsed, endpoint, f"internal error: {type(exc).__name__}")
 
+    # Registered so that Flask answers what is not a review as before (GET /validate: 405; /validate/: 308);
+    # the reviews themselves take the path below and never reach these views.
     @app.post("/validate")
-    def validate() -> Response:
-        return review("validate")
+    def validate() -> Answer:
+        return review("validate", request.environ)
 
     @app.post("/mutate")
-    def mutate() -> Response:
-        return review("mutate")
+    def mutate() -> Answer:
+        return review("mutate", request.environ)
+
+    # The review path: `POST /validate` and `POST /mutate` go straight from the WSGI call to `review`, without
+    # Flask's per-request machinery (request and application contexts, URL matching, signals, the session,
+    # response processing; measured: bench/RESULTS.md, 2026-12-07, h-serve). None of it serves a review: the body
+    # is read with the same bound, `_review` answers every failure itself, and every other method or path (the
+    # probes, /metrics, GET /validate, /validate/) goes to Flask as before.
+    routed = {"/validate": "validate", "/mutate": "mutate"}
+    flask_wsgi = app.wsgi_app
+
+    def wsgi_app(environ: dict, start_response):
+        endpoint = routed.get(environ.get("PATH_INFO"))
+        if endpoint is None or environ.get("REQUEST_METHOD") != "POST":
+            return flask_wsgi(environ, start_response)
+        try:
+            answer = review(endpoint, environ)
+        except Exception as exc:  # pragma: no cover - _review answers its own; this guards the path itself
+            log.exception("unhandled error")
+            answer = Answer({"error": f"internal error: {type(exc).__name__}"}, 400)
+        return answer(environ, start_response)
+
+    app.wsgi_app = wsgi_app  # type: ignore[method-assign]
 
     @app.get("/healthz")
     def healthz() -> Response:
@@ -307,4 +340,7 @@ def _log(endpoint: str, outcome: responses.Outcome, seconds: float) -> None:
         fields["exempted"] = outcome.exemptions
     if outcome.problems:
         fields["problems"] = [p[:300] for p in outcome.problems]
-    log.info("review", extra={"fields": fields})
+    if log.isEnabledFor(logging.INFO):
+        # log.info() without its findCaller: a walk up the stack, once per review, for a file and line that the
+        # JSON line never shows. Filters, handlers and propagation are the logger's own (Logger.handle).
+        log.handle(log.makeRecord(log.name, logging.INFO, __file__, 0, "review", (), None, extra={"fields": fields}))
