@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 
+from engine_instructions import export  # bench/: one way to export a revision
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PROBE = r"""
@@ -81,14 +83,6 @@ for expr in EXPRS:
                 print(f"{expr} | {bool(inline)} {index} {plain} | {outcome(program, context)}")
         print(f"{expr} | {bool(inline)} unbound | {outcome(program, Activation(CONTEXTS[0]))}")
 """
-
-
-def export(revision: str, into: str) -> str:
-    tree = os.path.join(into, revision.replace("/", "_"))
-    os.makedirs(tree)
-    archive = subprocess.run(["git", "-C", ROOT, "archive", revision], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
-    return tree
 
 
 def outcomes(tree: str) -> list[str]:

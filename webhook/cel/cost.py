@@ -25,7 +25,7 @@ from typing import Any, Mapping, Optional
 
 from webhook.cel.checker import CheckError
 from webhook.cel.tree import children
-from webhook.model.valueclass import Frozen
+from webhook.model.valueclass import Compared, Frozen
 
 _STRING_FUNCTIONS = frozenset({"matches", "find", "findAll", "contains", "startsWith", "endsWith", "split",
                                "replace", "indexOf", "lastIndexOf", "join", "lowerAscii", "upperAscii", "trim",
@@ -43,7 +43,7 @@ _FACTORS = {"ip.isCanonical": 2.0, "validate": 32.0}
 _COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "existsOne", "map", "filter"})
 
 
-class Limits(Frozen):
+class Limits(Frozen, Compared):
     """`max_object_bytes`: the size of the largest object (the API server's request limit);
     `per_expression`: the estimated cost above which an expression does not load.
 
@@ -66,14 +66,6 @@ class Limits(Frozen):
     def _compared(self) -> tuple:
         """The fields `==` compares and the hash digests."""
         return (self.max_object_bytes, self.per_expression, self.min_item_bytes, self.max_value_factor)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._compared() == other._compared()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._compared())
 
 
 class _Est:

@@ -13,7 +13,7 @@ from typing import Callable, Optional
 
 from webhook.k8s.workload import Container, PodTemplate
 from webhook.language.policy import Policy, Rule
-from webhook.model.valueclass import Frozen
+from webhook.model.valueclass import Compared, Frozen
 
 
 class Step:
@@ -40,7 +40,7 @@ def _fetched(step: Step, name: str, expression) -> Callable:
     return first
 
 
-class Plan(Frozen):
+class Plan(Frozen, Compared):
     """What one policy runs at one level (object, pod, container) for resources of given classes.
 
     `rules` may apply there, `steps` the same rules as the engine runs them; `guarded`: some of them start with a
@@ -74,14 +74,6 @@ class Plan(Frozen):
     def _compared(self) -> tuple:
         """The fields `==` compares and the hash digests."""
         return (self.rules, self.guarded, self.checks, self.needs, self.binds)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._compared() == other._compared()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._compared())
 
     @classmethod
     def of(cls, policy: Policy, level: str, classes: frozenset, has_spec: bool) -> "Plan":

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from webhook.model.valueclass import Frozen
+from webhook.model.valueclass import Compared, Frozen
 
 
-class KubernetesVersion(Frozen):
+class KubernetesVersion(Frozen, Compared):
     """One supported minor release of Kubernetes and what its API server's admission CEL has."""
 
     minor: int
@@ -42,14 +42,6 @@ class KubernetesVersion(Frozen):
     def _compared(self) -> tuple:
         """The fields `==` compares and the hash digests."""
         return (self.minor, self.cel_go, self.mutating_admission_policy)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._compared() == other._compared()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._compared())
 
     @property
     def name(self) -> str:

@@ -19,7 +19,7 @@ from webhook.k8s.dra import IMPLICIT_PREFIX
 from webhook.k8s.kindtable import KindSpec, TemplateSpec, kind_table, template_spec
 from webhook.k8s.podtemplates import Container, PodTemplate, locate, no_tick
 from webhook.k8s.shape import TooLarge, searchable, template_entries, unlisted_name
-from webhook.model.valueclass import Frozen
+from webhook.model.valueclass import Compared, Frozen
 
 __all__ = ["AI_CLASSES", "ROLES", "Classification", "Container", "KindSpec", "PodTemplate", "ShapeError",
            "TemplateSpec", "Workload", "build_workload", "effective_tier", "kind_table", "no_tick",
@@ -58,7 +58,7 @@ class Workload:
         return bool(self.classes & AI_CLASSES)
 
 
-class Classification(Frozen):
+class Classification(Frozen, Compared):
     """Settings of the classifier, from the config file's `classification` section."""
 
     accelerators: tuple[str, ...] = (
@@ -98,14 +98,6 @@ class Classification(Frozen):
         """The fields `==` compares and the hash digests."""
         return (self.accelerators, self.device_classes, self.non_accelerators, self.tier_label, self.role_label,
                 self.notebook_label, self.notebooks_are_untrusted)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._compared() == other._compared()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._compared())
 
     def is_accelerator(self, resource_name: str) -> bool:
         known = self._accelerators

@@ -20,7 +20,7 @@ from webhook.inputs.sources import load_text, read_text
 from webhook.k8s.workload import Classification
 from webhook.language.bundle import CONFIG_SCHEMA_FILE, DEFAULT_CONFIG_FILE
 from webhook.language.checks import Checks
-from webhook.model.valueclass import Frozen
+from webhook.model.valueclass import Compared, Frozen
 
 
 
@@ -30,7 +30,7 @@ class ConfigError(Exception):
         self.problems = problems
 
 
-class PolicyException(Frozen):
+class PolicyException(Frozen, Compared):
     name: str
     policies: tuple[str, ...]
     reason: str
@@ -54,14 +54,6 @@ class PolicyException(Frozen):
         """The fields `==` compares and the hash digests."""
         return (self.name, self.policies, self.reason, self.namespaces, self.names, self.kinds, self.expires)
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._compared() == other._compared()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._compared())
-
     def covers_namespace(self, policy: str, namespace: str) -> bool:
         if "*" not in self.policies and policy not in self.policies:
             return False
@@ -79,7 +71,7 @@ class PolicyException(Frozen):
         return self.expires is not None and today > self.expires
 
 
-class PolicySettings(Frozen):
+class PolicySettings(Frozen, Compared):
     enabled: bool = True
     action: Optional[str] = None
     params: Optional[dict] = None
@@ -96,16 +88,8 @@ class PolicySettings(Frozen):
         """The fields `==` compares and the hash digests."""
         return (self.enabled, self.action, self.params, self.context_failure)
 
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._compared() == other._compared()  # type: ignore[attr-defined]
 
-    def __hash__(self) -> int:
-        return hash(self._compared())
-
-
-class Config:
+class Config(Compared):
     classification: Classification
     exclude_namespaces: tuple[str, ...] = ()
     enforcement_label: str = "aiadmit.dev/enforcement"
@@ -146,11 +130,6 @@ class Config:
         return (self.classification, self.exclude_namespaces, self.enforcement_label, self.exemption_annotation,
                 self.annotation_exemptable, self.context_failure, self.trusted_controllers, self.policies,
                 self.exceptions, self.in_tree, self.cel_limits, self.source)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._compared() == other._compared()  # type: ignore[attr-defined]
 
     __hash__ = None  # type: ignore[assignment]  # equal by value and mutable: no dict key
 

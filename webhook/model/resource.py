@@ -15,12 +15,12 @@ import yaml
 
 from webhook.model import pointer as jp
 from webhook.model.yamlkeys import SPELT, entry, spelt_as
-from webhook.model.valueclass import Frozen
+from webhook.model.valueclass import Compared, Frozen
 
 _STR = "tag:yaml.org,2002:str"
 
 
-class InputError(Frozen):
+class InputError(Frozen, Compared):
     """Input that could not be checked, with the place to fix it."""
 
     file: str
@@ -37,14 +37,6 @@ class InputError(Frozen):
     def _compared(self) -> tuple:
         """The fields `==` compares and the hash digests."""
         return (self.file, self.line, self.message, self.column)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._compared() == other._compared()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._compared())
 
     def as_dict(self) -> dict:
         return {"file": self.file, "line": self.line, "column": self.column, "message": self.message}

@@ -3,7 +3,7 @@
 These classes were dataclasses. Generating a dataclass's methods (the source of each `__init__`, `__eq__`,
 `__hash__` and frozen `__setattr__`, compiled by `exec`) and importing `dataclasses` with `inspect` cost every
 process that imports them, the pre-commit hook's one-file audit most of all (bench/RESULTS.md, h-imports). Each
-class now has its `__init__` (and, where values are compared or hashed, its `__eq__`/`__hash__`) in its module, and
+class now has its `__init__` in its module (and, where values are compared or hashed, the fields `Compared` reads), and
 its fields are its `__init__`'s parameters, in order: what `replace` and `astuple` read.
 """
 
@@ -28,6 +28,24 @@ class Frozen:
 
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"cannot delete field {name!r}")
+
+
+class Compared:
+    """Equal to a value of the same class with the same `_compared()` tuple, and hashed by it, as a dataclass's
+    generated `__eq__`/`__hash__` were over its compared fields. A mutable class sets `__hash__ = None`."""
+
+    __slots__ = ()
+
+    def _compared(self) -> tuple:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._compared())
 
 
 def field_names(cls: type) -> tuple[str, ...]:

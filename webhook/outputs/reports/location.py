@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import Optional
 
 from webhook.model import pointer as jp
-from webhook.model.valueclass import Frozen
+from webhook.model.valueclass import Compared, Frozen
 
 STDIN_NAMES = ("<stdin>", "-")
 
 
-class Location(Frozen):
+class Location(Frozen, Compared):
     file: Optional[str]  # None for a live cluster
     line: int  # 0 when unknown
     column: int
@@ -36,14 +36,6 @@ class Location(Frozen):
     def _compared(self) -> tuple:
         """The fields `==` compares and the hash digests."""
         return (self.file, self.line, self.column, self.resource, self.field, self.cluster)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._compared() == other._compared()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._compared())
 
     @property
     def from_stdin(self) -> bool:
