@@ -49,29 +49,38 @@ def full_engine():
 
 
 @pytest.mark.parametrize("step", ["validate", "mutate"])
-def test_budget_holds_for_30000_containers(full_engine, step):
+def test_budget_holds_for_30000_containers(full_engine, step, monkeypatch):
     """Issue 12: 30,000 containers were answered after 8.95 s with an 8 s budget (the deny message was quadratic,
-    workload building, mutation per container and the patch check had no deadline). Budget + 100 ms, each step."""
+    workload building, mutation per container and the patch check had no deadline). Each step checks its deadline
+    often enough to stop within 250 ms of its own work past it.
+
+    What this measures is the checks' granularity, so it counts this thread's CPU time: the deadline's clock is the
+    thread's (engine/deadline.py reads `time.monotonic` at each check). By the wall clock, a machine at load 10-16
+    stretched the same work past the bound (321 and 799 ms measured) without a check less; the server's wall-clock
+    budget is held by the test below."""
     import time as clock
+    import types
 
     from serverproc import make_review
     from webhook.app import admission
+    from webhook.engine import deadline as deadlines
     from webhook.inputs import review as reviews
     from webhook.inputs.sources import collector_paused
 
+    monkeypatch.setattr(deadlines, "time", types.SimpleNamespace(monotonic=clock.thread_time))
     request = reviews.parse(json.dumps(make_review(_huge_pod(30_000))).encode())
     budget = 1.5
     for _ in range(2):  # the whole of each step, and a second time with everything warm
         # The granularity of the checks, measured without the cyclic collector: its full collections (0.2-0.5 s
-        # on this loaded machine, for the 600,000 maps of the object and its working copy) land anywhere, and the
-        # server's reserve is what covers them (below).
+        # for the 600,000 maps of the object and its working copy) land anywhere, and the server's reserve is
+        # what covers them (below).
         with collector_paused():
-            started = clock.monotonic()
+            started = clock.thread_time()
             with pytest.raises(BudgetExceeded):
                 getattr(admission, step)(full_engine, request, NoFacts(), started + budget)
-            overshoot = clock.monotonic() - started - budget
-        # Past the last check: freeing what was built (tens of ms, more on a loaded machine).
-        assert overshoot < 0.25, f"{step} answered {overshoot * 1000:.0f} ms past its budget"
+            overshoot = clock.thread_time() - started - budget
+        # Past the last check: freeing what was built (tens of ms).
+        assert overshoot < 0.25, f"{step} answered {overshoot * 1000:.0f} ms of CPU past its budget"
 
 
 def test_server_answers_30000_containers_within_budget(full_engine):
