@@ -201,3 +201,21 @@ def test_logs_carry_coordinates_never_contents(engine, caplog):
     assert fields["kind"] == "Pod" and fields["namespace"] == "ml" and fields["name"] == "train"
     assert fields["operation"] == "CREATE" and fields["outcome"] == "denied" and fields["duration_ms"] > 0
     assert "hf_s3cr3t" not in caplog.text + json.dumps(fields) and "HF_TOKEN" not in json.dumps(fields)
+
+
+def test_a_review_past_its_budget_resumes_the_collector_when_its_answer_is_freed(tmp_path):
+    """What the engine built before its deadline is kept until the answer is out, not the exception's traceback:
+    its frames link back up to the ones holding the answer, so the answer kept its own Held alive, and an answer
+    freed rather than closed (a test client's) left the collector paused for good."""
+    import gc
+
+    write_slow_policy(tmp_path, rules=20, size=300)
+    engine = Engine(load_policies([str(tmp_path)]))
+    assert gc.isenabled()
+    for on_timeout in ("deny", "allow"):
+        client, _ = client_for(engine, Settings(budget_seconds=0.15, on_timeout=on_timeout))
+        response = post(client, "/validate", make_review(slow_configmap()))
+        assert "time budget" in json.dumps(response.get_json()["response"])
+        assert not gc.isenabled()  # paused from parsing until the answer is out
+        del response
+        assert gc.isenabled(), on_timeout

@@ -135,6 +135,21 @@ class Held:
             gc.enable()
 
 
+def _built(exc: BaseException) -> list:
+    """The locals of the frames an exception interrupted below the one handling it, without the frames.
+
+    They hold what the engine built before its deadline, which takes long to free (Held). The traceback itself
+    must not be kept: each of its frames links back to its caller's (`f_back`), up through the frames that hold
+    the answer, so a kept traceback would keep the answer alive from its own Held, and an answer that is freed
+    rather than closed would never release it: the collector paused for good (tests/test_server.py)."""
+    kept = []
+    tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+    while tb is not None:
+        kept.append(tb.tb_frame.f_locals)
+        tb = tb.tb_next
+    return kept
+
+
 def _json(data: dict, status: int = 200) -> Response:
     return Response(json.dumps(data, separators=(",", ":")), status=status, mimetype="application/json")
 
@@ -234,7 +249,7 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
         try:
             return work(engine, parsed, facts, deadline)
         except BudgetExceeded as exc:
-            held.keep(exc)  # its traceback holds the engine's frames, and so what they built
+            held.keep(_built(exc))  # what the engine's frames built, freed after the answer
             metrics.timeouts.labels(endpoint).inc()
             reason = f"evaluation exceeded the {settings.budget_seconds:g}s time budget"
             if endpoint == "mutate":
