@@ -211,11 +211,16 @@ def test_a_review_past_its_budget_resumes_the_collector_when_its_answer_is_freed
 
     write_slow_policy(tmp_path, rules=20, size=300)
     engine = Engine(load_policies([str(tmp_path)]))
-    assert gc.isenabled()
-    for on_timeout in ("deny", "allow"):
-        client, _ = client_for(engine, Settings(budget_seconds=0.15, on_timeout=on_timeout))
-        response = post(client, "/validate", make_review(slow_configmap()))
-        assert "time budget" in json.dumps(response.get_json()["response"])
-        assert not gc.isenabled()  # paused from parsing until the answer is out
-        del response
-        assert gc.isenabled(), on_timeout
+    was = gc.isenabled()
+    gc.enable()  # this test's own starting point: a review pauses only a running collector
+    try:
+        for on_timeout in ("deny", "allow"):
+            client, _ = client_for(engine, Settings(budget_seconds=0.15, on_timeout=on_timeout))
+            response = post(client, "/validate", make_review(slow_configmap()))
+            assert "time budget" in json.dumps(response.get_json()["response"])
+            assert not gc.isenabled()  # paused from parsing until the answer is out
+            del response
+            assert gc.isenabled(), on_timeout
+    finally:
+        if not was:
+            gc.disable()
