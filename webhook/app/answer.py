@@ -24,6 +24,11 @@ def _status_line(code: int) -> str:
 _STATUS = {code: _status_line(code) for code in (200, 400, 413, 415, 503)}
 
 
+def encode(data: dict) -> bytes:
+    """Every JSON body the server writes, Flask's views and the reviews' alike: compact, ASCII (json's escapes)."""
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
 class Answer:
     """`data` encoded once as compact JSON; callable as a WSGI application, and its own iterable."""
 
@@ -31,7 +36,7 @@ class Answer:
 
     def __init__(self, data: dict, status: int = 200):
         self.status = status
-        self.body = json.dumps(data, separators=(",", ":")).encode()
+        self.body = encode(data)
         self._on_close: list[Callable[[], object]] = []
 
     def call_on_close(self, callback: Callable[[], object]) -> None:

@@ -32,7 +32,7 @@ from werkzeug.http import parse_options_header
 from werkzeug.wsgi import get_input_stream
 
 from webhook.app import admission
-from webhook.app.answer import Answer
+from webhook.app.answer import Answer, encode
 from webhook.inputs import bounds
 from webhook.inputs import review as reviews
 from webhook.outputs import response as responses
@@ -151,7 +151,7 @@ def _built(exc: BaseException) -> list:
 
 
 def _json(data: dict, status: int = 200) -> Response:
-    return Response(json.dumps(data, separators=(",", ":")), status=status, mimetype="application/json")
+    return Response(encode(data), status=status, mimetype="application/json")
 
 
 def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings: Optional[Settings] = None) -> Flask:
