@@ -254,7 +254,8 @@ def test_every_exemption_is_recorded_in_the_evaluation_and_the_review_log(tmp_pa
     logger = logging.getLogger("aiadmit")
     logger.addHandler(caplog.handler)
     try:
-        client.post("/validate", data=__import__("json").dumps(make_review(pod)), content_type="application/json")
+        client.post("/validate", data=__import__("json").dumps(make_review(pod)), content_type="application/json",
+                    buffered=True)  # read to its end and closed, as a WSGI server does
     finally:
         logger.removeHandler(caplog.handler)
     fields = [getattr(r, "fields", {}) for r in caplog.records if r.getMessage() == "review"]

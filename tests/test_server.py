@@ -26,9 +26,10 @@ def client_for(engine, settings=None, facts=None, metrics=None):
     return app.test_client(), source
 
 
-def post(client, path, body, content_type="application/json"):
+def post(client, path, body, content_type="application/json", buffered=True):
+    """The answer read to its end and closed, as a WSGI server does (`buffered=False`: only its status is read)."""
     data = body if isinstance(body, (bytes, str)) else json.dumps(body)
-    return client.post(path, data=data, content_type=content_type)
+    return client.post(path, data=data, content_type=content_type, buffered=buffered)
 
 
 BAD_BODIES = {
@@ -203,10 +204,9 @@ def test_logs_carry_coordinates_never_contents(engine, caplog):
     assert "hf_s3cr3t" not in caplog.text + json.dumps(fields) and "HF_TOKEN" not in json.dumps(fields)
 
 
-def test_a_review_past_its_budget_resumes_the_collector_when_its_answer_is_freed(tmp_path):
-    """What the engine built before its deadline is kept until the answer is out, not the exception's traceback:
-    its frames link back up to the ones holding the answer, so the answer kept its own Held alive, and an answer
-    freed rather than closed (a test client's) left the collector paused for good."""
+def test_a_review_past_its_budget_resumes_the_collector_once_its_answer_is_out(tmp_path):
+    """What the engine built before its deadline is kept until the answer is out, then freed with the collector
+    resumed: once the body is read to its end, or the response is closed unread."""
     import gc
 
     write_slow_policy(tmp_path, rules=20, size=300)
@@ -216,11 +216,69 @@ def test_a_review_past_its_budget_resumes_the_collector_when_its_answer_is_freed
     try:
         for on_timeout in ("deny", "allow"):
             client, _ = client_for(engine, Settings(budget_seconds=0.15, on_timeout=on_timeout))
-            response = post(client, "/validate", make_review(slow_configmap()))
-            assert "time budget" in json.dumps(response.get_json()["response"])
+            response = post(client, "/validate", make_review(slow_configmap()), buffered=False)
             assert not gc.isenabled()  # paused from parsing until the answer is out
-            del response
+            assert "time budget" in json.dumps(response.get_json()["response"])
             assert gc.isenabled(), on_timeout
+            response = post(client, "/validate", make_review(slow_configmap()), buffered=False)
+            assert not gc.isenabled()
+            response.close()
+            assert gc.isenabled(), on_timeout
+    finally:
+        if not was:
+            gc.disable()
+
+
+@pytest.mark.parametrize("finish", ["read", "close"])
+def test_a_log_handler_keeping_a_reviews_exception_does_not_keep_the_collector_paused(finish):
+    """A handler that keeps records (logging's MemoryHandler, a buffering or error-reporting handler, pytest's
+    capture) keeps the exception's traceback, whose frames link up through their callers (f_back) to the ones
+    holding the answer: the collector must resume when the answer is out, not when the answer is freed."""
+    import gc
+    import logging.handlers
+
+    keeping = logging.handlers.MemoryHandler(capacity=100, flushLevel=logging.CRITICAL + 1)
+    logger = logging.getLogger("aiadmit")
+    client, _ = client_for(ExplodingEngine(load_policies(POLICY_FILES)))
+    was = gc.isenabled()
+    gc.enable()
+    logger.addHandler(keeping)
+    try:
+        response = post(client, "/validate", make_review(gpu_pod()), buffered=False)
+        assert not gc.isenabled()  # paused from parsing until the answer is out
+        if finish == "read":
+            assert response.get_json()["response"]["status"]["code"] == 500
+        else:
+            response.close()
+        del response
+        [record] = [r for r in keeping.buffer if r.getMessage() == "evaluation failed"]
+        assert record.exc_info[2] is not None  # the handler still holds the traceback, and so the answer
+        assert gc.isenabled(), finish
+    finally:
+        logger.removeHandler(keeping)
+        keeping.buffer.clear()
+        if not was:
+            gc.disable()
+
+
+@pytest.mark.parametrize("path", ["/validate", "/mutate"])
+def test_a_bad_field_kept_with_its_traceback_does_not_keep_the_collector_paused(engine, path):
+    """A field of the wrong shape is kept as the ShapeError raised for it, traceback and all, in what the engine
+    built (Workload.errors): its frames' locals hold that list again, a cycle that only the collector frees, and
+    their callers' frames hold the answer. The collector must resume once the answer is out all the same."""
+    import gc
+
+    pod = gpu_pod()
+    pod["spec"]["volumes"] = {"dshm": {"emptyDir": {}}}  # a map where Kubernetes has a list
+    client, _ = client_for(engine)
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        response = post(client, path, make_review(pod), buffered=False)
+        assert not gc.isenabled()
+        assert response.get_json()["response"]["uid"]
+        del response
+        assert gc.isenabled(), path
     finally:
         if not was:
             gc.disable()

@@ -5,8 +5,10 @@ Why not Flask's Response: building one and calling it runs its headers object, c
 with the review path that skips Flask: bench/RESULTS.md, 2026-12-07, h-serve). What the client gets is the same
 bytes: the status line werkzeug would write, `Content-Type: application/json` and `Content-Length`.
 
-The answer is also its own response iterable: the WSGI server calls `close` once the bytes are written, which runs
-the callbacks (`call_on_close`, as werkzeug's), so what a review built is released only after its answer is out.
+The answer is also its own response iterable. The callbacks (`call_on_close`, as werkzeug's) run once, as soon as the
+answer is out, so what a review built is released only then: when the server asks for what follows the body (PEP 3333:
+a server sends each bytestring before it asks for the next), or when it calls `close`, which every WSGI server does
+whatever happened, a client gone mid-answer included.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ class Answer:
         return self
 
     def __iter__(self):
-        return iter((self.body,))
+        yield self.body
+        self.close()  # the body is sent: the answer is out, closed or not (a test client reads without closing)
 
     def close(self) -> None:
         callbacks, self._on_close = self._on_close, []

@@ -22,7 +22,6 @@ import json
 import logging
 import sys
 import time
-import weakref
 from dataclasses import dataclass
 from typing import Optional
 
@@ -112,8 +111,9 @@ class Held:
     each, a third of its budget. Freeing what it built, and the collection that resuming starts while it is still
     alive, cost another 0.1-0.7 s on a loaded machine after the engine had stopped at its deadline, and made the
     answer late (CI, tests/test_engine_deadline.py). Both now happen once the answer is out: `release` runs when
-    the response closes. A review does not yield to other greenlets between parsing and its answer (the body is
-    already read), so the collector is paused only for that and for writing answers: cycles wait that long.
+    its body has been sent or the response closes, whichever comes first (answer.py). A review does not yield to
+    other greenlets between parsing and its answer (the body is already read), so the collector is paused only
+    for that and for writing answers: cycles wait that long.
     """
 
     def __init__(self):
@@ -139,9 +139,8 @@ def _built(exc: BaseException) -> list:
     """The locals of the frames an exception interrupted below the one handling it, without the frames.
 
     They hold what the engine built before its deadline, which takes long to free (Held). The traceback itself
-    must not be kept: each of its frames links back to its caller's (`f_back`), up through the frames that hold
-    the answer, so a kept traceback would keep the answer alive from its own Held, and an answer that is freed
-    rather than closed would never release it: the collector paused for good (tests/test_server.py)."""
+    is not kept: each of its frames links back to its caller's (`f_back`), up through the frames that hold the
+    answer and the WSGI server's, all kept alive until the answer is out."""
     kept = []
     tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
     while tb is not None:
@@ -169,10 +168,16 @@ def create_app(source: EngineSource, metrics: Optional[Metrics] = None, settings
     def review(endpoint: str, environ: dict) -> Answer:
         started = time.perf_counter()
         held = Held()
-        answer = _review(endpoint, environ, started, held)
-        # The WSGI server closes the answer once its bytes are written; an answer nobody closes (a test
-        # client's) releases when it is freed.
-        answer.call_on_close(weakref.finalize(answer, held.release))
+        try:
+            answer = _review(endpoint, environ, started, held)
+        except BaseException:  # no answer to release it (a worker's timeout, an exit): the request ends here
+            held.release()
+            raise
+        # Released when the answer is out (answer.py), never when it is freed: whatever keeps a traceback from
+        # this review (a log handler's records, an exception stored in what the engine built) reaches the answer
+        # through its frames' callers (f_back, up to this frame and the WSGI server's), so a release on freeing
+        # waited on that handler, or for good on a cycle that only the paused collector would free.
+        answer.call_on_close(held.release)
         return answer
 
     def _review(endpoint: str, environ: dict, started: float, held: Held) -> Answer:
