@@ -259,3 +259,26 @@ def test_containers_without_a_name_are_named_by_their_place():
            "spec": {"initContainers": [{"image": "x"}], "containers": [{"image": "x"}, {"image": "y"}]}}
     names = [c.name for c in build_workload(Resource(obj), Classification()).templates[0].containers]
     assert names == ["initContainers[0]", "containers[0]", "containers[1]"]
+
+
+@pytest.mark.parametrize("spec", [{"containers": "nginx"}, {"containers": [], "volumes": "x"},
+                                  {"containers": [{"name": "a", "volumeMounts": {"name": "x"}}]}])
+def test_a_malformed_field_is_kept_without_its_traceback(spec):
+    """The error raised for the field is kept without its frames: they hold `errors` again, a cycle that only the
+    cyclic collector frees, with the object and what was built for it; the webhook pauses that collector during a
+    review (webhook/app/server.py's Held), so a review's objects must die by reference counting."""
+    import gc
+    import weakref
+
+    resource = Resource({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec})
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        workload = build_workload(resource, Classification())
+        assert workload.errors and all(error.__traceback__ is None for error in workload.errors)
+        freed = weakref.ref(resource)
+        del resource, workload
+        assert freed() is None
+    finally:
+        if was:
+            gc.enable()

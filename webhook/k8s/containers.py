@@ -93,7 +93,7 @@ def _container_problems(container: dict, pointer: str, rename: dict[str, str]) -
         try:  # what is wrong, and where
             check_list_of_maps(value, f"{pointer}/{list_field}", list_field)
         except ShapeError as exc:
-            problems.append((exc, (list_field,)))
+            problems.append((exc.with_traceback(None), (list_field,)))  # see podtemplates.locate
     for str_list in ("command", "args"):
         value = get(str_list)
         if value is not None and not isinstance(value, list):

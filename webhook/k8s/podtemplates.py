@@ -207,7 +207,9 @@ def locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], dropped
                         try:
                             check_list_of_maps(items, f"{spec_pointer}/{section}", section)
                         except ShapeError as exc:
-                            errors.append(exc)
+                            # kept without its traceback: its frames hold `errors` again, a cycle only the
+                            # collector frees, which the server pauses during a review (webhook/app/server.py)
+                            errors.append(exc.with_traceback(None))
                             continue
                     at = f"{spec_pointer}/{section}/"
                     for position, item in enumerate(items):
@@ -228,7 +230,7 @@ def locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], dropped
                     try:
                         check_list_of_maps(volumes, f"{spec_pointer}/volumes", "volumes")
                     except ShapeError as exc:
-                        errors.append(exc)
+                        errors.append(exc.with_traceback(None))
                         pod_spec = {k: v for k, v in pod_spec.items() if k != "volumes"}
             if spec.container_rels:
                 rename = dict(spec.rename)
