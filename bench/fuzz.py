@@ -80,7 +80,7 @@ def main() -> int:
 def _review(client, review: dict, path: str) -> str:
     """The property of tests/test_fuzz.py, and what the answer was (HTTP status, allowed, status code)."""
     test_fuzz.check_review(client, review, path)
-    answer = client.post(path, data=fuzzshapes.review_body(review), content_type="application/json")
+    answer = client.post(path, data=fuzzshapes.review_body(review), content_type="application/json", buffered=True)
     if answer.status_code != 200:
         return f"http {answer.status_code}"
     response = answer.get_json()["response"]

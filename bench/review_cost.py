@@ -4,14 +4,16 @@
     python3 bench/review_cost.py --collector [--requests 15000]   # the cyclic collector's pauses, with gc.freeze()
 
 Each request goes through the real Flask app (webhook/app/server.py's `create_app`, the built-in bundle, the JSON
-log line to /dev/null) by Flask's test client: no TLS, no sockets, so what differs between the variants is
-aiadmit's own work. Variants: the full review; without the log line; without the metrics; without pausing the
-collector; the bare handler (bench/bare_handler.py). A variant's cost is the instructions of N requests / N, after 50
-warm-up requests: only those N are collected (they run inside `sys.call_tracing`, which callgrind's
-`--toggle-collect` switches on and off), so one run per figure; on examples/pytorchjob-gpu.json (denied),
-examples/pytorchjob-gpu-compliant.json (compliant) and examples/configmap.json (no policy applies). `--tree DIR`
-measures the webhook package and examples of another tree (a `git archive` export of a revision: the same probe
-for both sides of a comparison); `--only` and `--reviews` pick variants and samples. `--collector` times every collection (gc.callbacks) over N reviews, plain and after
+log line to /dev/null) by Flask's test client, which reads each answer to its end and closes it as a WSGI server
+does (`buffered=True`; an answer neither read nor closed keeps the collector paused): no TLS, no sockets, so what
+differs between the variants is aiadmit's own work. Variants: the full review; without the log line; without the
+metrics; without pausing the collector; the bare handler (bench/bare_handler.py). A variant's cost is the
+instructions of N requests / N, after 50 warm-up requests: only those N are collected (they run inside
+`sys.call_tracing`, which callgrind's `--toggle-collect` switches on and off), so one run per figure; on
+examples/pytorchjob-gpu.json (denied), examples/pytorchjob-gpu-compliant.json (compliant) and
+examples/configmap.json (no policy applies). `--tree DIR` measures the webhook package and examples of another tree
+(a `git archive` export of a revision: the same probe for both sides of a comparison); `--only` and `--reviews` pick
+variants and samples. `--collector` times every collection (gc.callbacks) over N reviews, plain and after
 `gc.collect(); gc.freeze()` of what the process holds once loaded, with the latency percentiles.
 """
 
@@ -58,11 +60,11 @@ def child(variant: str, review: str, count: int, tree: str = ROOT) -> None:
     with open(os.path.join(tree, "examples", review), "rb") as handle:
         body = handle.read()
     for _ in range(50):
-        test.post("/validate", data=body, content_type="application/json")
+        test.post("/validate", data=body, content_type="application/json", buffered=True)
 
     def measured() -> None:
         for _ in range(count):
-            test.post("/validate", data=body, content_type="application/json")
+            test.post("/validate", data=body, content_type="application/json", buffered=True)
 
     sys.call_tracing(measured, ())
 
@@ -96,7 +98,7 @@ gc.callbacks.append(timed)
 latencies = []
 for _ in range({count}):
     began = time.perf_counter()
-    test.post("/validate", data=body, content_type="application/json")
+    test.post("/validate", data=body, content_type="application/json", buffered=True)
     latencies.append((time.perf_counter() - began) * 1000)
 latencies.sort()
 n = len(latencies)
