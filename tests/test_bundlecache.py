@@ -103,3 +103,15 @@ def test_a_changed_module_misses(tmp_path):
     finally:
         os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert before.stdout.strip() and before.stdout != after.stdout
+
+
+def test_a_changed_policy_schema_misses(tmp_path, monkeypatch):
+    """policies/policy.schema.json decides what loads and lies outside webhook/ in a checkout: it is in the key."""
+    schema = tmp_path / "policy.schema.json"
+    schema.write_text('{"type": "object"}')
+    monkeypatch.setattr(bundlecache, "POLICY_SCHEMA_FILE", str(schema))
+    checks = Checks(DiskCache(str(tmp_path / "cache")))
+    files = policy_files([BUILTIN_POLICY_DIR])
+    before = bundlecache.key(files, None, None, checks)
+    schema.write_text('{"type": "object", "required": ["kind"]}')
+    assert bundlecache.key(files, None, None, checks) != before

@@ -7,9 +7,10 @@ objects; pickled right after a load that found no problem, they are that load's 
 the same inputs, read in one call.
 
 What the entry is kept under, all of it (`key`): every file of the webhook package (its code, the kinds table,
-the language's schema: whatever built or defines an object in the entry) by its size and modification time, the versions of the
-libraries a compiled object may come from (PyYAML, re2, jsonschema: where they are installed and when), the
-Python build, each policy file's path and text, the params the config overrides, the CEL cost limits and whether
+the config's schema: whatever built or defines an object in the entry) by its size and modification time, the
+versions of the libraries a compiled object may come from (PyYAML, re2, jsonschema: where they are installed and
+when), the Python build, the policy language's schema (policies/policy.schema.json, outside the package in a
+checkout) and each policy file by path and text, the params the config overrides, the CEL cost limits and whether
 the bundle's record answers checks. A load with any problem is never kept, so a bundle that does not load is
 compiled, and refused, every time. A torn entry (the cache's digest), one that does not unpickle (a class gone),
 or one that is not a (policies, in-tree) pair is a miss: the bundle is loaded as always and the entry rewritten.
@@ -30,6 +31,7 @@ import sys
 from functools import lru_cache
 from typing import Any, Optional
 
+from webhook.language.bundle import POLICY_SCHEMA_FILE
 from webhook.language.checks import Checks, package_identity
 from webhook.language.policy import Policy
 from webhook.language.vapload import InTree
@@ -64,7 +66,7 @@ def key(files: list[str], params: Any, limits: Any, checks: Checks) -> Optional[
     spelt = json.dumps([params, astuple(limits) if limits is not None else None, checks.use_record],
                        sort_keys=True, default=repr)
     hashed.update(spelt.encode("utf-8", "surrogatepass") + b"\0")
-    for path in files:
+    for path in (POLICY_SCHEMA_FILE, *files):  # the schema decides what loads; in a checkout it is outside webhook/
         try:
             with open(path, "rb") as handle:
                 text = handle.read()
