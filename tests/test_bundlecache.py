@@ -69,7 +69,7 @@ def test_a_bundle_that_does_not_load_is_never_kept(tmp_path):
     assert bundles(tmp_path / "cache") == []
 
 
-@pytest.mark.parametrize("damage", ["torn", "not a pickle", "foreign pickle", "unknown class", "unknown id"])
+@pytest.mark.parametrize("damage", ["torn", "not a pickle", "foreign pickle", "unknown class", "persistent id"])
 def test_a_damaged_entry_is_a_miss_and_rewritten(tmp_path, damage):
     import hashlib
     import pickle
@@ -79,7 +79,7 @@ def test_a_damaged_entry_is_a_miss_and_rewritten(tmp_path, damage):
     good = open(path, "rb").read()
     payload = {"torn": None, "not a pickle": b"not a pickle", "foreign pickle": pickle.dumps(([1], 2)),
                "unknown class": b"\x80\x04\x8c\x07webhook\x8c\x07Nowhere\x93.",
-               "unknown id": b"\x80\x04\x8c\x05other\x94Q."}[damage]
+               "persistent id": b"\x80\x04\x8c\x05other\x94Q."}[damage]
     with open(path, "wb") as handle:
         handle.write(good[:len(good) // 2] if payload is None else hashlib.sha256(payload).digest() + payload)
     checks = Checks(DiskCache(str(tmp_path)))
