@@ -67,7 +67,8 @@ def load_all(paths: Iterable[str], params: Optional[dict[str, dict]] = None,
     if cache is not None and hasattr(cache, "recall_documents") and all(map(os.path.isfile, files)):
         # the command line's cache: the whole bundle as loaded before, else the documents of files read before
         # (stdin and directories are read as always)
-        kept_as = bundlecache.key(files, params, limits, checks) if checks.noted is None and files else None
+        whole = checks.noted is None and files and hasattr(cache, "recall_bundle")  # bundlerecord notes each check
+        kept_as = bundlecache.key(files, params, limits, checks) if whole else None
         found = bundlecache.recall(cache, kept_as, checks) if kept_as is not None else None
         if found is not None:
             return found
