@@ -138,6 +138,16 @@ class DiskCache:
         if self.enabled:
             self._write_checked(self._path("documents", key), data)
 
+    # ------------------------------------------------------------------ a loaded bundle, whole
+    def recall_bundle(self, key: str) -> Optional[bytes]:
+        """The pickled result of a bundle's load kept under `key` (language/bundlecache.py), or None (also for a
+        torn entry)."""
+        return self._read_checked(self._path("bundle", key)) if self.enabled else None
+
+    def remember_bundle(self, key: str, data: bytes) -> None:
+        if self.enabled:
+            self._write_checked(self._path("bundle", key), data)
+
     # ------------------------------------------------------------------ what a check found
     def recall(self, *key: str) -> Optional[bytes]:
         """What was remembered under `key` (all the inputs of a check, as text), or None."""

@@ -170,7 +170,7 @@ def _compile_policy(doc: dict, source: str, params_override: Optional[dict], che
                 schema = _substitute_params(raw["schema"], params, f"{where}/schema")
                 native = compile_schema(schema)  # the common keywords, without importing jsonschema
                 if native is not None:
-                    rule.schema = NativeSchemaRule(native)
+                    rule.schema = NativeSchemaRule(native, schema)
                 else:
                     from webhook.language.schemarule import SchemaRule
 

@@ -18,7 +18,7 @@ from webhook.language.policy import Policy, PolicyLoadError
 from webhook.language.schemacheck import errors as schema_errors
 from webhook.language.schemacheck import locate_error
 from webhook.language.sourcemap import locate
-from webhook.language import mapload, parsed
+from webhook.language import bundlecache, mapload, parsed
 from webhook.language.vapload import InTree, is_intree, read_intree
 from webhook.model import pointer as jp
 from webhook.model.resource import Resource
@@ -63,8 +63,15 @@ def load_all(paths: Iterable[str], params: Optional[dict[str, dict]] = None,
     language/vapload.py) in `paths`; raise PolicyLoadError on any problem of either."""
     files = policy_files(paths)
     cache = checks.cache if checks is not None else None
+    kept_as = None
     if cache is not None and hasattr(cache, "recall_documents") and all(map(os.path.isfile, files)):
-        # the command line's cache: documents of files read before (stdin and directories are read as always)
+        # the command line's cache: the whole bundle as loaded before, else the documents of files read before
+        # (stdin and directories are read as always)
+        whole = checks.noted is None and files and hasattr(cache, "recall_bundle")  # bundlerecord notes each check
+        kept_as = bundlecache.key(files, params, limits, checks) if whole else None
+        found = bundlecache.recall(cache, kept_as, checks) if kept_as is not None else None
+        if found is not None:
+            return found
         loaded, recalled = parsed.load(files, cache)
         policies, intree, problems = _compile(loaded, params, checks, limits)
         if problems and recalled:  # a problem's position needs the YAML nodes: read every file as the webhook does
@@ -77,6 +84,8 @@ def load_all(paths: Iterable[str], params: Optional[dict[str, dict]] = None,
         problems.append(f"no Policy documents found in {', '.join(files)}")
     if problems:
         raise PolicyLoadError(problems)
+    if kept_as is not None:
+        bundlecache.remember(cache, kept_as, policies, intree)
     return policies, intree
 
 

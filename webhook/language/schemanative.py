@@ -131,10 +131,24 @@ def _keyword(keyword: str, value: Any) -> Optional[Check]:
 class NativeSchemaRule:
     """A `schema:` rule made of KEYWORDS only: what language/schemarule.SchemaRule does, without jsonschema."""
 
-    __slots__ = ("check",)
+    __slots__ = ("check", "schema")
 
-    def __init__(self, check: Check):
+    def __init__(self, check: Check, schema: Any = None):
         self.check = check
+        self.schema = schema  # what a pickled bundle keeps (language/bundlecache.py): the check is a closure
+
+    def __reduce__(self):
+        if self.schema is None:
+            raise TypeError("a native schema rule without its schema cannot be kept")
+        return _recompiled, (self.schema,)
 
     def errors(self, instance: Any) -> Iterator[tuple[list, str]]:
         return self.check(instance, ())
+
+
+def _recompiled(schema: Any) -> NativeSchemaRule:
+    """A kept rule's check compiled again from its schema (language/bundlecache.py)."""
+    check = compile_schema(schema)
+    if check is None:
+        raise ValueError("a kept schema rule that no longer compiles natively")
+    return NativeSchemaRule(check, schema)
