@@ -113,7 +113,8 @@ def measure(server: str, review: str, count: int, tree: str, connections: int, s
     try:
         pid = worker_pid(proc.pid)
         context = ssl.create_default_context(cafile=os.path.join(tree, "certs", "dev", "ca.crt"))
-        body = open(review, "rb").read()
+        with open(review, "rb") as handle:
+            body = handle.read()
         uid = json.loads(body)["request"]["uid"].encode()
         request = build_request(f"127.0.0.1:{port}", "/validate", body)
         conns = [connect(port, context) for _ in range(connections)]
