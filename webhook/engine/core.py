@@ -240,7 +240,10 @@ class Engine:
         if objects.entries:
             run_place(self, context, scope, objects, "", None, None, None, deadline)
         if scope.workload is not None and (pods.entries or containers):
-            for position, template in enumerate(scope.workload.templates):
+            templates = scope.workload.templates
+            if len(templates) > 1 or (templates and len(templates[0].containers) > 1):
+                scope.shared = {None: {}}  # the pairs compared, then places that may be alike (engine/sharing.py)
+            for position, template in enumerate(templates):
                 has_spec = template.spec is not None
                 if has_spec and pods.entries:
                     run_place(self, context, scope, pods, template.spec_pointer, template, None, position, deadline)
