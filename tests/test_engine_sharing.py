@@ -60,6 +60,16 @@ POLICY = textwrap.dedent("""
         expression: container.env[5].name == "x"
         message: never shown
         path: /env
+      - name: schema-checked
+        when: has(container.workingDir)
+        schema: {properties: {workingDir: {pattern: "^/app"}}}
+        message: container {{containerName}} ({{template}}) workingDir is not under /app
+        path: /workingDir
+      - name: pod-priority
+        target: pod
+        expression: has(pod.priorityClassName)
+        message: "{{template}} sets no priorityClassName"
+        path: /priorityClassName
 """)
 
 CONTAINER = {"name": "train", "image": "x:1", "resources": {"limits": {"nvidia.com/gpu": "8"}},
@@ -105,10 +115,16 @@ def test_alike_places_find_what_running_every_rule_finds(tmp_path):
     assert worker == _findings(engine, _job(_other(CONTAINER), copy.deepcopy(CONTAINER)), only="/Worker/")
     rules = [(rule, result) for _, rule, result, _, pointer, _ in shared if "/Worker/" in pointer]
     # the failed check, the error, the skipped rule that requires facts: each made again at the Worker's place
-    assert rules == [("no-stdin", "fail"), ("quota-known", "skip"), ("broken", "error")]
-    messages = [m for _, rule, _, m, pointer, _ in shared if rule == "no-stdin"]
-    assert messages == ["container train (Master) keeps stdin open (true)",
-                        "container train (Worker) keeps stdin open (true)"]
+    assert rules == [("pod-priority", "fail"), ("no-stdin", "fail"), ("quota-known", "skip"), ("broken", "error"),
+                     ("schema-checked", "fail")]
+    messages = [m for _, rule, _, m, pointer, _ in shared if rule in ("no-stdin", "pod-priority")]
+    assert messages == ["Master sets no priorityClassName", "container train (Master) keeps stdin open (true)",
+                        "Worker sets no priorityClassName", "container train (Worker) keeps stdin open (true)"]
+    schema = [(m, p) for _, rule, _, m, p, _ in shared if rule == "schema-checked"]
+    assert [m for m, _ in schema] == [f"container train ({role}) workingDir is not under /app"
+                                      for role in ("Master", "Worker")]
+    assert [p for _, p in schema] == [f"/spec/pytorchReplicaSpecs/{role}/template/spec/containers/0/workingDir"
+                                      for role in ("Master", "Worker")]
 
 
 def test_values_equal_in_python_but_not_in_cel_are_not_shared(tmp_path):

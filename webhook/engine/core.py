@@ -241,8 +241,8 @@ class Engine:
             run_place(self, context, scope, objects, "", None, None, None, deadline)
         if scope.workload is not None and (pods.entries or containers):
             templates = scope.workload.templates
-            if len(templates) > 1 or (templates and len(templates[0].containers) > 1):
-                scope.shared = {None: {}}  # the pairs compared, then places that may be alike (engine/sharing.py)
+            if len(templates) > 1:  # templates that may be alike (engine/sharing.py): the pairs compared, then places
+                scope.shared = {None: {}}
             for position, template in enumerate(templates):
                 has_spec = template.spec is not None
                 if has_spec and pods.entries:

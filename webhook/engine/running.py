@@ -2,9 +2,10 @@
 
 engine/core.py walks the resource and calls `run_place` once per place with what planning.Place says runs there.
 A rule that needs no cluster fact and checks an expression runs in that loop, its programs' functions called
-directly (planning.Step); a rule that requires cluster facts, or checks a JSON Schema, through `run_rule`. Either
-way a rule that cannot be evaluated is an `error` finding with the reason, and a finding is built only for a rule
-that does not pass.
+directly (planning.Step); a rule that requires cluster facts, or checks a JSON Schema, through `outcome_of` (what
+it decides) and `finding`. Either way a rule that cannot be evaluated is an `error` finding with the reason, and a
+finding is built only for a rule that does not pass. Where a resource has several pod templates, what a place
+decided is kept and replayed at an alike place of a later template (engine/sharing.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from webhook.engine.binding import Scope, bind_resource, enter
 from webhook.engine.deadline import check_deadline
 from webhook.engine import sharing
 from webhook.engine.planning import Place, Step, where
-from webhook.engine.sharing import FAIL, RUN
+from webhook.engine.sharing import FAIL, SCHEMA
 from webhook.k8s.workload import Container, PodTemplate
 from webhook.language.policy import Policy, Rule
 from webhook.model import pointer as jp
@@ -33,8 +34,9 @@ def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base
     """The policies of `place` that have rules to run here, the deadline checked before each (and once for the
     policies with nothing to run after the last: planning.Place). The context is bound on the first of them.
 
-    Where the resource has several places (scope.shared is a dict), the outcomes at a place are kept, and a place
-    of the same kind whose conditions read the same data replays them (engine/sharing.py)."""
+    Where the resource has several pod templates (scope.shared is a dict), the outcomes at a place are kept, and
+    the same place of a later template (the pod spec; the container of the same name) replays them where its
+    conditions read the same data (engine/sharing.py)."""
     if place.held is None:
         runs, trailing = place.always
     else:
@@ -53,7 +55,9 @@ def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base
         if names[0] is runs and names[1] is not None:
             target = _bind(engine, context, scope, template, container, position)
             values = tuple(context.get(name) for name in names[1])
-            last = shared.get(id(place))
+            # a container is alike the one of its name in an earlier template (names are unique in a pod)
+            slot = id(place) if container is None else (id(place), container.obj.get("name"))
+            last = shared.get(slot)
             if last is not None and last[0] is runs and sharing.alike(last[1], values, shared[None]):
                 _replay(engine, context, scope, last[2], base, container, target, deadline)
                 if trailing and deadline is not None:
@@ -78,16 +82,12 @@ def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base
         if binds:  # a fresh set of the policy's named variables (binding.bind_variables), without a call
             context["variables"] = Variables(policy.named, context)
         for step in steps:
-            if not step.inline:
-                if record is None:
-                    run_rule(engine, context, scope, policy, step, base, container, target)
-                elif step.rule.requires and step.rule.early:  # its `when` decides first: kept with the outcome
-                    applies = applying(step, context)
-                    record.append((policy, binds, step, (applies,)))
-                    run_rule(engine, context, scope, policy, step, base, container, target, applies)
-                else:
-                    record.append((policy, binds, step, RUN))
-                    run_rule(engine, context, scope, policy, step, base, container, target)
+            if not step.inline:  # through run_rule's two parts, so that an outcome with a finding can be kept
+                outcome = outcome_of(engine, context, scope, policy, step)
+                if outcome is not None:
+                    if record is not None:
+                        record.append((policy, binds, step, outcome))
+                    finding(engine, context, scope, policy, step.rule, outcome, base, container, target)
                 continue
             try:
                 when = step.when
@@ -102,10 +102,10 @@ def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base
             except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
                 message = f"rule could not be evaluated: {exc}"
                 if record is not None:
-                    record.append((policy, binds, step, message))
+                    record.append((policy, binds, step, ("error", message)))
                 add(engine, scope, policy, step.rule, "error", message, where(base, container, step.rule.path))
     if record is not None:
-        shared[id(place)] = (runs, values, record)  # Place objects live as long as the engine: ids are not reused
+        shared[slot] = (runs, values, record)  # Place objects live as long as the engine: ids are not reused
     if trailing and deadline is not None:
         check_deadline(deadline)
 
@@ -129,60 +129,33 @@ def _bind(engine: Any, context: Activation, scope: Scope, template: Optional[Pod
 def _replay(engine: Any, context: Activation, scope: Scope, record: list, base: str,
             container: Optional[Container], target: Any, deadline: Optional[float]) -> None:
     """The findings an alike place made, made here (engine/sharing.py): each at this place's pointer, a failed
-    check's message rendered here, a rule that run_rule runs run again; the deadline checked before each."""
+    check's message rendered here, a schema checked here; the deadline checked before each."""
     fresh = None  # the policy whose fresh `variables` the context holds
     for policy, binds, step, outcome in record:
         if deadline is not None:
             check_deadline(deadline)
-        rule = step.rule
-        if type(outcome) is str:
-            add(engine, scope, policy, rule, "error", outcome, where(base, container, rule.path))
-            continue
-        if type(outcome) is tuple and outcome[0] is False:  # a rule whose `when` did not apply there
-            continue
-        if binds and fresh is not policy:
+        if binds and fresh is not policy and (outcome is FAIL or outcome is SCHEMA):  # a message is rendered
             context["variables"] = Variables(policy.named, context)
             fresh = policy
-        if outcome is RUN:
-            run_rule(engine, context, scope, policy, step, base, container, target)
-        elif type(outcome) is tuple:
-            run_rule(engine, context, scope, policy, step, base, container, target, outcome[0])
-        else:
-            add(engine, scope, policy, rule, "fail", rule.message.render(context), where(base, container, rule.path))
+        finding(engine, context, scope, policy, step.rule, outcome, base, container, target)
 
 
-def applying(step: Step, context: Activation) -> Any:
-    """Whether the early `when` of a rule that requires cluster facts holds (True, False), or the error finding's
-    message when it cannot be evaluated: run_rule's first question, asked apart where its answer is kept."""
-    try:
-        return step.when(context) is True
-    except Exception as exc:
-        return f"rule could not be evaluated: {exc}"
-
-
-def run_rule(engine: Any, context: Activation, scope: Scope, policy: Policy, step: Step, base: str,
-             container: Optional[Container], target: Any, applies: Any = None) -> None:
+def outcome_of(engine: Any, context: Activation, scope: Scope, policy: Policy, step: Step) -> Any:
     """A rule that requires cluster facts (a `when` that reads none decides first whether it applies, so unknown
-    facts make it skip only where it applies), or that checks a JSON Schema. `applies`: that `when`'s answer
-    (`applying`), when the caller asked it already."""
+    facts make it skip only where it applies), or that checks a JSON Schema: what it decides here. None (no
+    finding), FAIL (its check is false: its message), SCHEMA (it applies: its schema is checked), or (result,
+    message) of a finding whose message is fixed."""
     rule = step.rule
     when = step.when
     if rule.requires:
         # A `when` that reads no cluster fact decides first whether the rule applies at all, so unknown facts
         # make a rule skip only where it applies (a CPU-only template is not "skipped" by a GPU quota rule).
         if rule.early:
-            if applies is None:  # asked here (the common case: nothing is kept), without applying's call
-                try:
-                    if when(context) is not True:
-                        return
-                except Exception as exc:
-                    add(engine, scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
-                        where(base, container, rule.path))
-                    return
-            elif applies is not True:  # as `applying` answered it
-                if applies is not False:
-                    add(engine, scope, policy, rule, "error", applies, where(base, container, rule.path))
-                return
+            try:
+                if when(context) is not True:
+                    return None
+            except Exception as exc:
+                return ("error", f"rule could not be evaluated: {exc}")
             when = None
         known, missing = scope.cluster or _NONE_KNOWN, None  # the facts nobody could supply for this resource
         for fact in rule.requires:
@@ -192,28 +165,36 @@ def run_rule(engine: Any, context: Activation, scope: Scope, policy: Policy, ste
             config = engine.config
             mode = config.settings(policy.id).context_failure or config.context_failure
             if rule.when_unknown == "ignore" or mode == "allow":
-                return
-            result = "fail" if mode == "deny" else "skip"
-            add(engine, scope, policy, rule, result,
-                f"{policy.id}/{rule.name} skipped: cluster facts unknown: {', '.join(missing)}"
-                if result == "skip" else f"cluster facts unavailable: {', '.join(missing)}",
-                where(base, container, rule.path))
-            return
+                return None
+            if mode == "deny":
+                return ("fail", f"cluster facts unavailable: {', '.join(missing)}")
+            return ("skip", f"{policy.id}/{rule.name} skipped: cluster facts unknown: {', '.join(missing)}")
     try:
         if when is not None and when(context) is not True:
-            return
-        if step.check is not None:
-            if step.check(context) is not True:
-                add(engine, scope, policy, rule, "fail", rule.message.render(context),
-                    where(base, container, rule.path))
-        else:
+            return None
+        if step.check is None:
+            return SCHEMA
+        return FAIL if step.check(context) is not True else None
+    except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
+        return ("error", f"rule could not be evaluated: {exc}")
+
+
+def finding(engine: Any, context: Activation, scope: Scope, policy: Policy, rule: Rule, outcome: Any, base: str,
+            container: Optional[Container], target: Any) -> None:
+    """The finding(s) of an outcome (`outcome_of`, or an inline step's) at this place."""
+    if outcome is FAIL:
+        add(engine, scope, policy, rule, "fail", rule.message.render(context), where(base, container, rule.path))
+    elif outcome is SCHEMA:
+        try:
             for path, detail in rule.schema.errors(target):
                 context["error"] = detail
                 add(engine, scope, policy, rule, "fail", rule.message.render(context),
                     where(base, container, jp.join("", *path)))
-    except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
-        add(engine, scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
-            where(base, container, rule.path))
+        except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
+            add(engine, scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
+                where(base, container, rule.path))
+    else:
+        add(engine, scope, policy, rule, outcome[0], outcome[1], where(base, container, rule.path))
 
 
 def add(engine: Any, scope: Scope, policy: Policy, rule: Rule, result: str, message: str, pointer: str) -> None:

@@ -2,17 +2,17 @@
 
 Why: a PyTorchJob's Master and Worker templates are most often the same pod, and each of their containers met the
 same ~40 CEL programs: half of the evaluation ran programs whose answers were already known (bench/RESULTS.md,
-h-share). A rule's `when` and `expression` are CEL, pure functions of the variables bound when they run; so where a
-place (a pod spec, a container) of the same kind follows one whose bound values each of those conditions reads
-(through the policy's named variables too) are the same data, every condition answers as it did there, and only
-the findings are made again: each at its own pointer, its message rendered where it is (a message may name the
-template or the container, which the conditions need not read). An error's text is kept with the outcome; a rule
-that requires cluster facts or checks a schema (engine/running.py `run_rule`) runs again.
+h-share). A rule's `when` and `expression` are CEL, pure functions of the variables bound when they run, and the
+cluster facts a rule requires are the resource's; so where the same place of a later template (its pod spec; its
+container of the same name) binds the same data for every name those conditions read (through the policy's named
+variables too), every rule decides as it did at the earlier one, and only the findings are made again: each at its
+own pointer, a failed check's message rendered where it is (a message may name the template or the container, which
+the conditions need not read), an error's text as it was, a schema rule's schema checked on this place's object.
 
 "The same data" is exact, not Python's `==`: the same types throughout (1, 1.0 and true are three CEL values), the
 same keys in the same order (iteration order shows in lists built from maps), a double by its repr (-0.0 is not
-0.0; NaN is never equal). Anything not plain JSON data is never the same. Only the last place of each kind is
-kept, so the comparison is linear in the object however many places it has.
+0.0; NaN is never equal). Anything not plain JSON data is never the same. Only the last outcomes of each place
+are kept, so the comparison is linear in the object however many templates it has.
 """
 
 from __future__ import annotations
@@ -27,26 +27,20 @@ PLACE = frozenset({"pod", "podMeta", "template", "templateDevices", "podResource
                    "containerType", "containerName", "injected", "envFrom", "claims"})
 RESOURCE = frozenset({"workload", "object", "oldObject", "request", "namespaceObject", "claimDevices", "cluster",
                       "templates", "variables"})
-FAIL = object()  # a recorded outcome: the check answered false (a finding with the rule's message)
-RUN = object()  # a rule run_rule runs: run again (cluster facts, a schema)
+FAIL = object()  # an outcome (engine/running.py): the check answered false, a finding with the rule's message
+SCHEMA = object()  # an outcome: a schema rule applies, its schema is checked where the outcome is replayed
 
 
 def reads(runs: tuple) -> Optional[tuple]:
-    """The per-place names the conditions whose answers are kept read (an inline step's `when` and `expression`,
-    the early `when` of a rule that requires cluster facts), sorted; None when one of them reads a name that is
-    neither per place nor per resource (nothing is then shared)."""
+    """The per-place names the rules' conditions (`when`, `expression`) read, sorted; None when one of them reads a
+    name that is neither per place nor per resource (nothing is then shared)."""
     names: set = set()
     for policy, _, steps in runs:
         named = _named_reads(policy.named)
         for step in steps:
             rule = step.rule
-            if step.inline:
-                asked = (rule.when, rule.expression)
-            elif rule.requires and rule.early:  # its `when`'s answer is kept (engine/running.py `applying`)
-                asked = (rule.when,)
-            else:  # run again where it is replayed
-                continue
-            for expression in asked:
+            # (the facts a rule requires are `cluster`'s, per resource; a schema is checked where it is replayed)
+            for expression in (rule.when, rule.expression):
                 if expression is None:
                     continue
                 found = set(expression.variables)
@@ -73,26 +67,41 @@ def _named_reads(named: dict) -> dict:
 
 
 def alike(first: tuple, second: tuple, known: dict) -> bool:
-    """Whether two places' values of the same names are the same data (the module's docstring says how exact);
-    `known` keeps the answers for pairs of objects compared (a container's place compares its pod spec again)."""
+    """Whether two places' values of the same names are the same data (the module's docstring says how exact).
+    `known` keeps, for this evaluation, the answer for each pair of maps compared (a container's place compares its
+    pod spec again, and the container is in it), with the pair itself: an id is never reused while it is kept."""
     try:
         for a, b in zip(first, second):
             if a is b:
                 continue
-            key = (id(a), id(b))  # both are bound in this evaluation's places, alive until it ends
-            found = known.get(key)
+            kind = type(a)
+            if kind is not type(b) or a != b:
+                return False
+            if kind is str or kind is int or kind is bool:
+                continue
+            if kind is float:
+                if repr(a) != repr(b):
+                    return False
+                continue
+            if kind is not dict and kind is not list:
+                return False  # not plain data
+            if not a:  # empty, and of the same type
+                continue
+            found = known.get((id(a), id(b)))
             if found is None:
-                found = known[key] = a == b and strict(a, b)
-            if not found:
+                found = (strict(a, b, known), a, b)
+                known[id(a), id(b)] = found
+            if not found[0]:
                 return False
     except RecursionError:  # nested deeper than Python follows: not known to be the same
         return False
     return True
 
 
-def strict(a: Any, b: Any) -> bool:
+def strict(a: Any, b: Any, known: dict) -> bool:
     """Whether `a` and `b`, which are equal by Python's `==`, are the same JSON data: the same types throughout,
-    keys in the same order, a double by its repr. (Their parts are equal by `==` too, so only that is asked.)"""
+    keys in the same order, a double by its repr. (Their parts are equal by `==` too, so only that is asked.) Each
+    pair of maps found the same is kept in `known`."""
     kind = type(a)
     if kind is not type(b):
         return False
@@ -100,12 +109,19 @@ def strict(a: Any, b: Any) -> bool:
         for (ka, va), (kb, vb) in zip(a.items(), b.items()):
             if type(ka) is not str or type(kb) is not str or ka != kb:
                 return False
-            if va is not vb and not strict(va, vb):
+            if va is vb:
+                continue
+            value = type(va)
+            if value is str or value is int or value is bool:
+                if type(vb) is not value:
+                    return False
+            elif not strict(va, vb, known):
                 return False
+        known[id(a), id(b)] = (True, a, b)
         return True
     if kind is list:
         for x, y in zip(a, b):
-            if x is not y and not strict(x, y):
+            if x is not y and not strict(x, y, known):
                 return False
         return True
     if kind is str or kind is int or kind is bool or a is None:
