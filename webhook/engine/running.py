@@ -45,8 +45,9 @@ def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base
         found = place.chosen.get(held)
         runs, trailing = found if found is not None else place.runs(held)
     target = None  # what a schema rule checks, set when the context is bound for this place
-    shared, record = scope.shared, None
-    if shared is not None and runs:
+    record = None
+    if scope.shared is not None and runs:
+        shared = scope.shared
         names = place.reads.get(id(runs), place)
         if names is place:  # kept with `runs`, whose id then stays its own; bounded as Place.chosen is
             names = (runs, sharing.reads(runs))
@@ -63,7 +64,8 @@ def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base
                 if trailing and deadline is not None:
                     check_deadline(deadline)
                 return
-            record = []
+            record = []  # filled below (a BudgetExceeded ends the whole evaluation, this one with it)
+            shared[slot] = (runs, values, record)  # Place objects live as long as the engine: ids are not reused
     for policy, binds, steps in runs:
         if deadline is not None:
             check_deadline(deadline)
@@ -87,7 +89,11 @@ def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base
                 if outcome is not None:
                     if record is not None:
                         record.append((policy, binds, step, outcome))
-                    finding(engine, context, scope, policy, step.rule, outcome, base, container, target)
+                    if type(outcome) is tuple:  # a fixed message (most often: the facts it requires are unknown)
+                        add(engine, scope, policy, step.rule, outcome[0], outcome[1],
+                            where(base, container, step.rule.path))
+                    else:
+                        finding(engine, context, scope, policy, step.rule, outcome, base, container, target)
                 continue
             try:
                 when = step.when
@@ -104,8 +110,6 @@ def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base
                 if record is not None:
                     record.append((policy, binds, step, ("error", message)))
                 add(engine, scope, policy, step.rule, "error", message, where(base, container, step.rule.path))
-    if record is not None:
-        shared[slot] = (runs, values, record)  # Place objects live as long as the engine: ids are not reused
     if trailing and deadline is not None:
         check_deadline(deadline)
 

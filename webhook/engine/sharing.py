@@ -71,11 +71,13 @@ def alike(first: tuple, second: tuple, known: dict) -> bool:
     `known` keeps, for this evaluation, the answer for each pair of maps compared (a container's place compares its
     pod spec again, and the container is in it), with the pair itself: an id is never reused while it is kept."""
     try:
+        if first != second:  # Python's `==` first, in C: most places that differ differ there
+            return False
         for a, b in zip(first, second):
             if a is b:
                 continue
             kind = type(a)
-            if kind is not type(b) or a != b:
+            if kind is not type(b):
                 return False
             if kind is str or kind is int or kind is bool:
                 continue
@@ -96,6 +98,15 @@ def alike(first: tuple, second: tuple, known: dict) -> bool:
     except RecursionError:  # nested deeper than Python follows: not known to be the same
         return False
     return True
+
+
+def worth(templates: list) -> bool:
+    """Whether some template's first container is equal (by `==`) to the next template's: only then are outcomes
+    kept (a RayCluster's head and workers, which differ, pay nothing for what could not be replayed)."""
+    for before, after in zip(templates, templates[1:]):
+        if before.containers and after.containers and before.containers[0].obj == after.containers[0].obj:
+            return True
+    return False
 
 
 def strict(a: Any, b: Any, known: dict) -> bool:
