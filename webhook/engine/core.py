@@ -29,7 +29,7 @@ from webhook.k8s.workload import Classification, ShapeError, no_tick, build_work
 from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.language.checks import Checks
 from webhook.language.config import Config, ConfigError, load_config
-from webhook.engine import mapeval, mapreport, vap
+from webhook.engine import mapeval, mapreport, sharing, vap
 from webhook.language.loader import load_all
 from webhook.language.vapload import InTree
 from webhook.language.policy import Policy
@@ -240,7 +240,10 @@ class Engine:
         if objects.entries:
             run_place(self, context, scope, objects, "", None, None, None, deadline)
         if scope.workload is not None and (pods.entries or containers):
-            for position, template in enumerate(scope.workload.templates):
+            templates = scope.workload.templates
+            if len(templates) > 1 and sharing.worth(templates):  # templates that may be alike (engine/sharing.py):
+                scope.shared = {None: {}}  # the pairs of maps compared, then each place's last outcomes
+            for position, template in enumerate(templates):
                 has_spec = template.spec is not None
                 if has_spec and pods.entries:
                     run_place(self, context, scope, pods, template.spec_pointer, template, None, position, deadline)

@@ -114,7 +114,7 @@ class Place:
     before each policy that runs and once for those: the checks it made one after another, with nothing between
     them, before this was kept per place)."""
 
-    __slots__ = ("entries", "checks", "held", "chosen", "always")
+    __slots__ = ("entries", "checks", "held", "chosen", "always", "reads")
 
     def __init__(self, entries: tuple):
         self.entries = entries
@@ -122,6 +122,7 @@ class Place:
         self.held = _held(self.checks) if self.checks else None  # (obj, pod, podMeta, container) -> the bits
         self.chosen: dict = {}
         self.always = None if self.checks else self.runs(0)  # no tests: the one outcome
+        self.reads: dict = {}  # id(runs) -> (runs, what their conditions read per place): engine/sharing.py
 
     def runs(self, held: int) -> tuple:
         found = self.chosen.get(held)

@@ -2,9 +2,10 @@
 
 engine/core.py walks the resource and calls `run_place` once per place with what planning.Place says runs there.
 A rule that needs no cluster fact and checks an expression runs in that loop, its programs' functions called
-directly (planning.Step); a rule that requires cluster facts, or checks a JSON Schema, through `run_rule`. Either
-way a rule that cannot be evaluated is an `error` finding with the reason, and a finding is built only for a rule
-that does not pass.
+directly (planning.Step); a rule that requires cluster facts, or checks a JSON Schema, through `outcome_of` (what
+it decides) and `finding`. Either way a rule that cannot be evaluated is an `error` finding with the reason, and a
+finding is built only for a rule that does not pass. Where a resource has several pod templates, what a place
+decided is kept and replayed at an alike place of a later template (engine/sharing.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from webhook.cel.environment import Activation
 from webhook.cel.runtime import Variables
 from webhook.engine.binding import Scope, bind_resource, enter
 from webhook.engine.deadline import check_deadline
+from webhook.engine import sharing
 from webhook.engine.planning import Place, Step, where
+from webhook.engine.sharing import FAIL, SCHEMA
 from webhook.k8s.workload import Container, PodTemplate
 from webhook.language.policy import Policy, Rule
 from webhook.model import pointer as jp
@@ -29,7 +32,11 @@ def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base
               template: Optional[PodTemplate], container: Optional[Container], position: Optional[int],
               deadline: Optional[float]) -> None:
     """The policies of `place` that have rules to run here, the deadline checked before each (and once for the
-    policies with nothing to run after the last: planning.Place). The context is bound on the first of them."""
+    policies with nothing to run after the last: planning.Place). The context is bound on the first of them.
+
+    Where the resource has several pod templates (scope.shared is a dict), the outcomes at a place are kept, and
+    the same place of a later template (the pod spec; the container of the same name) replays them where its
+    conditions read the same data (engine/sharing.py)."""
     if place.held is None:
         runs, trailing = place.always
     else:
@@ -38,10 +45,31 @@ def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base
         found = place.chosen.get(held)
         runs, trailing = found if found is not None else place.runs(held)
     target = None  # what a schema rule checks, set when the context is bound for this place
+    record = None
+    if scope.shared is not None and runs:
+        shared = scope.shared
+        names = place.reads.get(id(runs), place)
+        if names is place:  # kept with `runs`, whose id then stays its own; bounded as Place.chosen is
+            names = (runs, sharing.reads(runs))
+            if len(place.reads) < 256:
+                place.reads[id(runs)] = names
+        if names[0] is runs and names[1] is not None:
+            target = _bind(engine, context, scope, template, container, position)
+            values = tuple(context.get(name) for name in names[1])
+            # a container is alike the one of its name in an earlier template (names are unique in a pod)
+            slot = id(place) if container is None else (id(place), container.obj.get("name"))
+            last = shared.get(slot)
+            if last is not None and last[0] is runs and sharing.alike(last[1], values, shared[None]):
+                _replay(engine, context, scope, last[2], base, container, target, deadline)
+                if trailing and deadline is not None:
+                    check_deadline(deadline)
+                return
+            record = []  # filled below (a BudgetExceeded ends the whole evaluation, this one with it)
+            shared[slot] = (runs, values, record)  # Place objects live as long as the engine: ids are not reused
     for policy, binds, steps in runs:
         if deadline is not None:
             check_deadline(deadline)
-        if target is None:
+        if target is None:  # as _bind does, without its call (most places are bound here)
             classification = scope.classification or engine.config.classification
             if not scope.bound:
                 bind_resource(context, scope, list(scope.chosen), classification, scope.reads)
@@ -56,8 +84,16 @@ def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base
         if binds:  # a fresh set of the policy's named variables (binding.bind_variables), without a call
             context["variables"] = Variables(policy.named, context)
         for step in steps:
-            if not step.inline:
-                run_rule(engine, context, scope, policy, step, base, container, target)
+            if not step.inline:  # through run_rule's two parts, so that an outcome with a finding can be kept
+                outcome = outcome_of(engine, context, scope, policy, step)
+                if outcome is not None:
+                    if record is not None:
+                        record.append((policy, binds, step, outcome))
+                    if type(outcome) is tuple:  # a fixed message (most often: the facts it requires are unknown)
+                        add(engine, scope, policy, step.rule, outcome[0], outcome[1],
+                            where(base, container, step.rule.path))
+                    else:
+                        finding(engine, context, scope, policy, step.rule, outcome, base, container, target)
                 continue
             try:
                 when = step.when
@@ -65,19 +101,54 @@ def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base
                     continue
                 if step.check(context) is not True:
                     rule = step.rule
+                    if record is not None:
+                        record.append((policy, binds, step, FAIL))
                     add(engine, scope, policy, rule, "fail", rule.message.render(context),
                         where(base, container, rule.path))
             except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
-                add(engine, scope, policy, step.rule, "error", f"rule could not be evaluated: {exc}",
-                    where(base, container, step.rule.path))
+                message = f"rule could not be evaluated: {exc}"
+                if record is not None:
+                    record.append((policy, binds, step, ("error", message)))
+                add(engine, scope, policy, step.rule, "error", message, where(base, container, step.rule.path))
     if trailing and deadline is not None:
         check_deadline(deadline)
 
 
-def run_rule(engine: Any, context: Activation, scope: Scope, policy: Policy, step: Step, base: str,
-             container: Optional[Container], target: Any) -> None:
+def _bind(engine: Any, context: Activation, scope: Scope, template: Optional[PodTemplate],
+          container: Optional[Container], position: Optional[int]) -> Any:
+    """Bind the context for this place (the resource on the first place, the template where the walk enters
+    another: its containers share it) and answer what a schema rule checks here."""
+    classification = scope.classification or engine.config.classification
+    if not scope.bound:
+        bind_resource(context, scope, list(scope.chosen), classification, scope.reads)
+        scope.bound = True
+    entered = scope.entered
+    if entered is None or entered[0] is not template or entered[1] is not container:
+        enter(context, scope, template if entered is None or entered[0] is not template else None,
+              position, container, classification)
+        scope.entered = (template, container)
+    return container.obj if container else (template.spec if template else scope.resource.obj)
+
+
+def _replay(engine: Any, context: Activation, scope: Scope, record: list, base: str,
+            container: Optional[Container], target: Any, deadline: Optional[float]) -> None:
+    """The findings an alike place made, made here (engine/sharing.py): each at this place's pointer, a failed
+    check's message rendered here, a schema checked here; the deadline checked before each."""
+    fresh = None  # the policy whose fresh `variables` the context holds
+    for policy, binds, step, outcome in record:
+        if deadline is not None:
+            check_deadline(deadline)
+        if binds and fresh is not policy and (outcome is FAIL or outcome is SCHEMA):  # a message is rendered
+            context["variables"] = Variables(policy.named, context)
+            fresh = policy
+        finding(engine, context, scope, policy, step.rule, outcome, base, container, target)
+
+
+def outcome_of(engine: Any, context: Activation, scope: Scope, policy: Policy, step: Step) -> Any:
     """A rule that requires cluster facts (a `when` that reads none decides first whether it applies, so unknown
-    facts make it skip only where it applies), or that checks a JSON Schema."""
+    facts make it skip only where it applies), or that checks a JSON Schema: what it decides here. None (no
+    finding), FAIL (its check is false: its message), SCHEMA (it applies: its schema is checked), or (result,
+    message) of a finding whose message is fixed."""
     rule = step.rule
     when = step.when
     if rule.requires:
@@ -86,11 +157,9 @@ def run_rule(engine: Any, context: Activation, scope: Scope, policy: Policy, ste
         if rule.early:
             try:
                 if when(context) is not True:
-                    return
+                    return None
             except Exception as exc:
-                add(engine, scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
-                    where(base, container, rule.path))
-                return
+                return ("error", f"rule could not be evaluated: {exc}")
             when = None
         known, missing = scope.cluster or _NONE_KNOWN, None  # the facts nobody could supply for this resource
         for fact in rule.requires:
@@ -100,28 +169,36 @@ def run_rule(engine: Any, context: Activation, scope: Scope, policy: Policy, ste
             config = engine.config
             mode = config.settings(policy.id).context_failure or config.context_failure
             if rule.when_unknown == "ignore" or mode == "allow":
-                return
-            result = "fail" if mode == "deny" else "skip"
-            add(engine, scope, policy, rule, result,
-                f"{policy.id}/{rule.name} skipped: cluster facts unknown: {', '.join(missing)}"
-                if result == "skip" else f"cluster facts unavailable: {', '.join(missing)}",
-                where(base, container, rule.path))
-            return
+                return None
+            if mode == "deny":
+                return ("fail", f"cluster facts unavailable: {', '.join(missing)}")
+            return ("skip", f"{policy.id}/{rule.name} skipped: cluster facts unknown: {', '.join(missing)}")
     try:
         if when is not None and when(context) is not True:
-            return
-        if step.check is not None:
-            if step.check(context) is not True:
-                add(engine, scope, policy, rule, "fail", rule.message.render(context),
-                    where(base, container, rule.path))
-        else:
+            return None
+        if step.check is None:
+            return SCHEMA
+        return FAIL if step.check(context) is not True else None
+    except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
+        return ("error", f"rule could not be evaluated: {exc}")
+
+
+def finding(engine: Any, context: Activation, scope: Scope, policy: Policy, rule: Rule, outcome: Any, base: str,
+            container: Optional[Container], target: Any) -> None:
+    """The finding(s) of an outcome (`outcome_of`, or an inline step's) at this place."""
+    if outcome is FAIL:
+        add(engine, scope, policy, rule, "fail", rule.message.render(context), where(base, container, rule.path))
+    elif outcome is SCHEMA:
+        try:
             for path, detail in rule.schema.errors(target):
                 context["error"] = detail
                 add(engine, scope, policy, rule, "fail", rule.message.render(context),
                     where(base, container, jp.join("", *path)))
-    except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
-        add(engine, scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
-            where(base, container, rule.path))
+        except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
+            add(engine, scope, policy, rule, "error", f"rule could not be evaluated: {exc}",
+                where(base, container, rule.path))
+    else:
+        add(engine, scope, policy, rule, outcome[0], outcome[1], where(base, container, rule.path))
 
 
 def add(engine: Any, scope: Scope, policy: Policy, rule: Rule, result: str, message: str, pointer: str) -> None:
