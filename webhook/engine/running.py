@@ -69,18 +69,8 @@ def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base
     for policy, binds, steps in runs:
         if deadline is not None:
             check_deadline(deadline)
-        if target is None:  # as _bind does, without its call (most places are bound here)
-            classification = scope.classification or engine.config.classification
-            if not scope.bound:
-                bind_resource(context, scope, list(scope.chosen), classification, scope.reads)
-                scope.bound = True
-            entered = scope.entered
-            if entered is None or entered[0] is not template or entered[1] is not container:
-                # the template part only where the walk enters another template (its containers share it)
-                enter(context, scope, template if entered is None or entered[0] is not template else None,
-                      position, container, classification)
-                scope.entered = (template, container)
-            target = container.obj if container else (template.spec if template else scope.resource.obj)
+        if target is None:  # bound once per place, after the first policy's deadline check
+            target = _bind(engine, context, scope, template, container, position)
         if binds:  # a fresh set of the policy's named variables (binding.bind_variables), without a call
             context["variables"] = Variables(policy.named, context)
         for step in steps:
@@ -124,6 +114,7 @@ def _bind(engine: Any, context: Activation, scope: Scope, template: Optional[Pod
         scope.bound = True
     entered = scope.entered
     if entered is None or entered[0] is not template or entered[1] is not container:
+        # the template part only where the walk enters another template (its containers share it)
         enter(context, scope, template if entered is None or entered[0] is not template else None,
               position, container, classification)
         scope.entered = (template, container)
