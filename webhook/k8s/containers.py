@@ -9,7 +9,7 @@ mounts in a container (kinds.yaml `injects`), which the view carries as `injecte
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from webhook.model import pointer as jp
 from webhook.model.quantity import QuantityError, parse_quantity
@@ -24,15 +24,20 @@ class ShapeError(ValueError):
         self.message = message
 
 
-def check_list_of_maps(value: Any, pointer: str, what: str) -> list:
+def list_of_maps_problem(value: Any, pointer: str, what: str) -> Optional[ShapeError]:
+    """What is wrong with `value` where Kubernetes expects a list of maps, or None (an absent field included).
+
+    Returned, never raised: every caller keeps it among a workload's errors, and a raised one would keep its
+    traceback, whose frames hold those errors again - a cycle only the cyclic collector frees, which the server
+    pauses during a review (webhook/app/server.py's Held)."""
     if value is None:
-        return []
+        return None
     if not isinstance(value, list):
-        raise ShapeError(pointer, f"{what} must be a list, not {type(value).__name__}")
+        return ShapeError(pointer, f"{what} must be a list, not {type(value).__name__}")
     for position, item in enumerate(value):
         if not isinstance(item, dict):
-            raise ShapeError(f"{pointer}/{position}", f"{what} items must be maps, not {type(item).__name__}")
-    return value
+            return ShapeError(f"{pointer}/{position}", f"{what} items must be maps, not {type(item).__name__}")
+    return None
 
 
 _READ_QUANTITIES: set = set()  # strings already parsed as quantities: a review's pods repeat a few dozen sizes
@@ -90,10 +95,9 @@ def _container_problems(container: dict, pointer: str, rename: dict[str, str]) -
                     break
             else:
                 continue
-        try:  # what is wrong, and where
-            check_list_of_maps(value, f"{pointer}/{list_field}", list_field)
-        except ShapeError as exc:
-            problems.append((exc.with_traceback(None), (list_field,)))  # see podtemplates.locate
+        problem = list_of_maps_problem(value, f"{pointer}/{list_field}", list_field)  # what is wrong, and where
+        if problem is not None:
+            problems.append((problem, (list_field,)))
     for str_list in ("command", "args"):
         value = get(str_list)
         if value is not None and not isinstance(value, list):

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 from webhook.model import pointer as jp
 from webhook.model.resource import Resource
-from webhook.k8s.containers import ShapeError, check_list_of_maps, check_metadata, copied_metadata, injected, readable
+from webhook.k8s.containers import ShapeError, check_metadata, copied_metadata, injected, list_of_maps_problem, readable
 from webhook.k8s.dra import undeclared
 from webhook.k8s.kindtable import KindSpec, Rel
 
@@ -149,7 +149,7 @@ def _count(obj: dict, owner: Any, base: str, place: Optional[Rel], faithful: boo
 
 
 def _maps(items: Any) -> bool:
-    """Whether `items` is a list of maps (check_list_of_maps says what is wrong otherwise)."""
+    """Whether `items` is a list of maps (list_of_maps_problem says what is wrong otherwise)."""
     if not isinstance(items, list):
         return False
     for item in items:
@@ -204,13 +204,8 @@ def locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], dropped
                     if items is None:
                         continue
                     if not _maps(items):
-                        try:
-                            check_list_of_maps(items, f"{spec_pointer}/{section}", section)
-                        except ShapeError as exc:
-                            # kept without its traceback: its frames hold `errors` again, a cycle only the
-                            # collector frees, which the server pauses during a review (webhook/app/server.py)
-                            errors.append(exc.with_traceback(None))
-                            continue
+                        errors.append(list_of_maps_problem(items, f"{spec_pointer}/{section}", section))
+                        continue
                     at = f"{spec_pointer}/{section}/"
                     for position, item in enumerate(items):
                         if ticking and not position % 256:
@@ -227,11 +222,8 @@ def locate(resource: Resource, kind: KindSpec, errors: list[ShapeError], dropped
                     errors.extend(undeclared(pod_spec, [(c.pointer, c.obj) for c in containers]))
                 volumes = pod_spec.get("volumes")
                 if volumes is not None and not _maps(volumes):
-                    try:
-                        check_list_of_maps(volumes, f"{spec_pointer}/volumes", "volumes")
-                    except ShapeError as exc:
-                        errors.append(exc.with_traceback(None))
-                        pod_spec = {k: v for k, v in pod_spec.items() if k != "volumes"}
+                    errors.append(list_of_maps_problem(volumes, f"{spec_pointer}/volumes", "volumes"))
+                    pod_spec = {k: v for k, v in pod_spec.items() if k != "volumes"}
             if spec.container_rels:
                 rename = dict(spec.rename)
                 for extra, place in zip(spec.containers, spec.container_rels):
