@@ -43,9 +43,9 @@ class Scope:
     # The config's classification, widened by the DeviceClasses the facts know (k8s/deviceclasses.py): the workload,
     # the CEL bindings and the mutations all classify with this one.
     classification: Optional[Classification] = None
-    # Where the resource has more than one pod spec or container: id(Place) -> the last outcomes there
-    # (engine/sharing.py), set by the engine; None (the class's): nothing is kept.
-    shared: Optional[dict] = None
+    # Where the resource's templates may be alike: what the evaluation keeps (engine/sharing.Kept), set by the
+    # engine; None (the class's): nothing is kept.
+    shared: Optional[Any] = None
 
     def __init__(self, resource: Resource, workload: Optional[Workload], facts: ClusterFacts, cluster: Optional[dict],
                  ceiling: Optional[str], evaluation: Evaluation, variables: frozenset = frozenset(), chosen: tuple = (),

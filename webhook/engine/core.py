@@ -242,7 +242,7 @@ class Engine:
         if scope.workload is not None and (pods.entries or containers):
             templates = scope.workload.templates
             if len(templates) > 1 and sharing.worth(templates):  # templates that may be alike (engine/sharing.py):
-                scope.shared = {None: {}}  # the pairs of maps compared, then each place's last outcomes
+                scope.shared = sharing.Kept()
             for position, template in enumerate(templates):
                 has_spec = template.spec is not None
                 if has_spec and pods.entries:

@@ -34,7 +34,7 @@ def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base
     """The policies of `place` that have rules to run here, the deadline checked before each (and once for the
     policies with nothing to run after the last: planning.Place). The context is bound on the first of them.
 
-    Where the resource has several pod templates (scope.shared is a dict), the outcomes at a place are kept, and
+    Where the resource has several pod templates that may be alike (scope.shared), the outcomes at a place are kept, and
     the same place of a later template (the pod spec; the container of the same name) replays them where its
     conditions read the same data (engine/sharing.py)."""
     if place.held is None:
@@ -47,7 +47,7 @@ def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base
     target = None  # what a schema rule checks, set when the context is bound for this place
     record = None
     if scope.shared is not None and runs:
-        shared = scope.shared
+        kept = scope.shared
         names = place.reads.get(id(runs), place)
         if names is place:  # kept with `runs`, whose id then stays its own; bounded as Place.chosen is
             names = (runs, sharing.reads(runs))
@@ -58,14 +58,14 @@ def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base
             values = tuple(context.get(name) for name in names[1])
             # a container is alike the one of its name in an earlier template (names are unique in a pod)
             slot = id(place) if container is None else (id(place), container.obj.get("name"))
-            last = shared.get(slot)
-            if last is not None and last[0] is runs and sharing.alike(last[1], values, shared[None]):
+            last = kept.last.get(slot)
+            if last is not None and last[0] is runs and sharing.alike(last[1], values, kept.pairs):
                 _replay(engine, context, scope, last[2], base, container, target, deadline)
                 if trailing and deadline is not None:
                     check_deadline(deadline)
                 return
             record = []  # filled below (a BudgetExceeded ends the whole evaluation, this one with it)
-            shared[slot] = (runs, values, record)  # Place objects live as long as the engine: ids are not reused
+            kept.last[slot] = (runs, values, record)  # Place objects live as long as the engine: ids are not reused
     for policy, binds, steps in runs:
         if deadline is not None:
             check_deadline(deadline)
@@ -79,27 +79,21 @@ def run_place(engine: Any, context: Activation, scope: Scope, place: Place, base
                 if outcome is not None:
                     if record is not None:
                         record.append((policy, binds, step, outcome))
-                    if type(outcome) is tuple:  # a fixed message (most often: the facts it requires are unknown)
-                        add(engine, scope, policy, step.rule, outcome[0], outcome[1],
-                            where(base, container, step.rule.path))
-                    else:
-                        finding(engine, context, scope, policy, step.rule, outcome, base, container, target)
+                    finding(engine, context, scope, policy, step.rule, outcome, base, container, target)
                 continue
             try:
                 when = step.when
                 if when is not None and when(context) is not True:
                     continue
                 if step.check(context) is not True:
-                    rule = step.rule
-                    if record is not None:
-                        record.append((policy, binds, step, FAIL))
-                    add(engine, scope, policy, rule, "fail", rule.message.render(context),
-                        where(base, container, rule.path))
+                    outcome = FAIL
+                else:
+                    continue
             except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
-                message = f"rule could not be evaluated: {exc}"
-                if record is not None:
-                    record.append((policy, binds, step, ("error", message)))
-                add(engine, scope, policy, step.rule, "error", message, where(base, container, step.rule.path))
+                outcome = ("error", f"rule could not be evaluated: {exc}")
+            if record is not None:
+                record.append((policy, binds, step, outcome))
+            finding(engine, context, scope, policy, step.rule, outcome, base, container, target)
     if trailing and deadline is not None:
         check_deadline(deadline)
 

@@ -27,6 +27,17 @@ PLACE = frozenset({"pod", "podMeta", "template", "templateDevices", "podResource
                    "containerType", "containerName", "injected", "envFrom", "claims"})
 RESOURCE = frozenset({"workload", "object", "oldObject", "request", "namespaceObject", "claimDevices", "cluster",
                       "templates", "variables"})
+class Kept:
+    """What one evaluation keeps while it walks a resource's templates: each place's last outcomes (by slot:
+    id(Place), with the container's name for a container's place) and the pairs of maps already compared."""
+
+    __slots__ = ("last", "pairs")
+
+    def __init__(self):
+        self.last: dict = {}
+        self.pairs: dict = {}
+
+
 FAIL = object()  # an outcome (engine/running.py): the check answered false, a finding with the rule's message
 SCHEMA = object()  # an outcome: a schema rule applies, its schema is checked where the outcome is replayed
 
