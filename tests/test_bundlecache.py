@@ -80,13 +80,14 @@ def test_a_damaged_entry_is_a_miss_and_rewritten(tmp_path, damage):
     payload = {"torn": None, "not a pickle": b"not a pickle", "foreign pickle": pickle.dumps(([1], 2)),
                "unknown class": b"\x80\x04\x8c\x07webhook\x8c\x07Nowhere\x93.",
                "persistent id": b"\x80\x04\x8c\x05other\x94Q."}[damage]
+    damaged = good[:len(good) // 2] if payload is None else hashlib.sha256(payload).digest() + payload
     with open(path, "wb") as handle:
-        handle.write(good[:len(good) // 2] if payload is None else hashlib.sha256(payload).digest() + payload)
+        handle.write(damaged)
     checks = Checks(DiskCache(str(tmp_path)))
     kept_as = bundlecache.key(policy_files([BUILTIN_POLICY_DIR]), None, None, checks)
     assert bundlecache.recall(checks.cache, kept_as, checks) is None
     assert _shape(load_all([BUILTIN_POLICY_DIR], checks=checks)[0]) == _shape(fresh)
-    assert bundles(tmp_path) == [path] and open(path, "rb").read() != open(path, "rb").read()[:0]
+    assert bundles(tmp_path) == [path] and open(path, "rb").read() != damaged
     assert bundlecache.recall(checks.cache, kept_as, checks) is not None  # rewritten whole
 
 

@@ -36,7 +36,7 @@ def instances():
 
 @pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: repr(s)[:60])
 def test_the_same_violations_as_jsonschema(schema):
-    native = NativeSchemaRule(compile_schema(schema))
+    native = NativeSchemaRule(compile_schema(schema), schema)
     reference = Draft202012Validator(schema)
     for instance in instances():
         expected = [(list(e.absolute_path), e.message) for e in reference.iter_errors(instance)]

@@ -133,13 +133,11 @@ class NativeSchemaRule:
 
     __slots__ = ("check", "schema")
 
-    def __init__(self, check: Check, schema: Any = None):
+    def __init__(self, check: Check, schema: Any):
         self.check = check
         self.schema = schema  # what a pickled bundle keeps (language/bundlecache.py): the check is a closure
 
     def __reduce__(self):
-        if self.schema is None:
-            raise TypeError("a native schema rule without its schema cannot be kept")
         return _recompiled, (self.schema,)
 
     def errors(self, instance: Any) -> Iterator[tuple[list, str]]:
