@@ -69,7 +69,11 @@ def test_a_bundle_that_does_not_load_is_never_kept(tmp_path):
     assert bundles(tmp_path / "cache") == []
 
 
-@pytest.mark.parametrize("damage", ["torn", "not a pickle", "foreign pickle", "unknown class", "persistent id"])
+DAMAGES = ["torn", "not a pickle", "foreign pickle", "unknown class", "persistent id", "without what it vouches for",
+           "a foreign vouch"]
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
 def test_a_damaged_entry_is_a_miss_and_rewritten(tmp_path, damage):
     import hashlib
     import pickle
@@ -77,9 +81,12 @@ def test_a_damaged_entry_is_a_miss_and_rewritten(tmp_path, damage):
     load_all([BUILTIN_POLICY_DIR], checks=Checks(DiskCache(str(tmp_path))))
     (path,) = bundles(tmp_path)
     good = open(path, "rb").read()
+    from webhook.language.vapload import InTree
     payload = {"torn": None, "not a pickle": b"not a pickle", "foreign pickle": pickle.dumps(([1], 2)),
                "unknown class": b"\x80\x04\x8c\x07webhook\x8c\x07Nowhere\x93.",
-               "persistent id": b"\x80\x04\x8c\x05other\x94Q."}[damage]
+               "persistent id": b"\x80\x04\x8c\x05other\x94Q.",
+               "without what it vouches for": pickle.dumps(([], InTree())),  # the shape kept before it carried them
+               "a foreign vouch": pickle.dumps(([], InTree(), ("identity", {"Pod": "not a spec"})))}[damage]
     damaged = good[:len(good) // 2] if payload is None else hashlib.sha256(payload).digest() + payload
     with open(path, "wb") as handle:
         handle.write(damaged)
@@ -116,3 +123,53 @@ def test_a_changed_policy_schema_misses(tmp_path, monkeypatch):
     before = bundlecache.key(files, None, None, checks)
     schema.write_text('{"type": "object", "required": ["kind"]}')
     assert bundlecache.key(files, None, None, checks) != before
+
+
+# A fresh process: the first writes the entry, the second is served by it (its CEL code identity and kinds table
+# vouched for, neither computed: no CEL file digested, no spec built), the third computes both with no cache.
+VOUCHED = """
+import json, sys
+from webhook.app.diskcache import DiskCache
+from webhook.cel import stored
+from webhook.k8s import kindtable
+from webhook.language.bundle import BUILTIN_POLICY_DIR
+from webhook.language.checks import Checks
+from webhook.language.loader import load_all
+fed, specs = [], []
+feed, spec = stored.feed, kindtable.template_spec
+stored.feed = lambda *args: fed.append(args[1]) or feed(*args)
+kindtable.template_spec = lambda *args: specs.append(1) or spec(*args)
+if sys.argv[1] != "none":
+    load_all([BUILTIN_POLICY_DIR], checks=Checks(DiskCache(sys.argv[1])))
+computed = {"fed": len(fed), "specs": len(specs)}
+table = kindtable.kind_table()
+
+
+def spelt(value):  # every spec and pointer by its class and fields, all the way down
+    if hasattr(value, "__dict__"):
+        return [type(value).__name__, {name: spelt(field) for name, field in vars(value).items()}]
+    if isinstance(value, (tuple, list)):
+        return [spelt(item) for item in value]
+    return value
+
+
+frozen = all(isinstance(spec, kindtable.Frozen) and all(isinstance(t, kindtable.Frozen) for t in spec.templates)
+             for spec in table.values())
+print(json.dumps(dict(computed, identity=stored.identity(), frozen=frozen,
+                      table=[[list(key), spelt(spec)] for key, spec in table.items()])))
+"""
+
+
+def _vouched(argument: str) -> dict:
+    import json
+    run = subprocess.run([sys.executable, "-c", VOUCHED, argument], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
+    return json.loads(run.stdout)
+
+
+def test_a_kept_bundle_vouches_for_the_cel_code_identity_and_the_kinds_table(tmp_path):
+    first, served, alone = _vouched(str(tmp_path)), _vouched(str(tmp_path)), _vouched("none")
+    assert first["fed"] > 0 and first["specs"] > 0  # a load that keeps the bundle computes both, to keep them
+    assert served["fed"] == served["specs"] == 0  # read back with the bundle
+    assert served["identity"] == first["identity"] == alone["identity"]
+    assert served["table"] == first["table"] == alone["table"] and served["frozen"]

@@ -33,17 +33,36 @@ NOT_FOR_ONE_FILE = (
     "webhook.app.server", "webhook.app.serving", "webhook.app.clusteraudit",
 )
 
-# The command line as the console script runs it, the CEL checker counted, then what was imported.
+# What a warm run (the disk cache holds the loaded bundle, language/bundlecache.py) has no use for besides: all
+# that only a load uses. The bundle is read back whole, so nothing is parsed, checked, costed, generated or compiled,
+# and a bundle with no in-tree policy runs none of their engine.
+NOT_FOR_A_WARM_RUN = (
+    "webhook.cel.lexer", "webhook.cel.parser", "webhook.cel.checker", "webhook.cel.cost", "webhook.cel.strictness",
+    "webhook.cel.patterns", "webhook.cel.portability", "webhook.cel.generator", "webhook.cel.folding",
+    "webhook.cel.comprehensions", "webhook.cel.sums",
+    "webhook.language.compiler", "webhook.language.guards", "webhook.language.transcript",
+    "webhook.language.celrecord", "webhook.language.parsed", "webhook.language.sourcemap",
+    "webhook.language.declarations", "webhook.language.mapload", "webhook.language.objects",
+    "webhook.engine.vap", "webhook.engine.mapeval", "webhook.engine.mapreport", "webhook.engine.mutation",
+    "webhook.k8s.defaults", "webhook.k8s.applymerge",
+)
+
+# The command line as the console script runs it, the CEL checker counted, the CEL code's digest and the kinds
+# table's specs counted (a kept bundle carries both), then what was imported.
 PROBE = """
 import json, sys
-from webhook.cel import environment
-calls = []
-real = environment.checked
+from webhook.cel import environment, stored
+from webhook.k8s import kindtable
+calls, fed, specs = [], [], []
+real, feed, spec = environment.checked, stored.feed, kindtable.template_spec
 environment.checked = lambda *args: calls.append(args[0]) or real(*args)
+stored.feed = lambda *args: fed.append(args[1]) or feed(*args)
+kindtable.template_spec = lambda *args: specs.append(1) or spec(*args)
 sys.argv = ["aiadmit", "audit", sys.argv[1]]
 from webhook.app.cli import main
 code = main()
-print(json.dumps({"code": code, "checked": len(calls), "modules": sorted(sys.modules)}))
+print(json.dumps({"code": code, "checked": len(calls), "fed": len(fed), "specs": len(specs),
+                  "modules": sorted(sys.modules)}))
 """
 
 
@@ -55,7 +74,8 @@ def _audit(tmp_path) -> dict:
     run = subprocess.run([sys.executable, "-c", PROBE, str(manifest)], capture_output=True, text=True, env=env,
                          timeout=120)
     assert "Traceback" not in run.stderr, run.stderr
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    *report, last = run.stdout.strip().splitlines()
+    return dict(json.loads(last), report=report)
 
 
 def test_a_one_file_audit_imports_only_what_it_uses(tmp_path):
@@ -69,3 +89,11 @@ def test_a_one_file_audit_runs_no_cel_check_of_the_built_in_bundle(tmp_path):
     # Its checks are on record (policies/checked.json, language/celrecord.py), even on a first run with no cache.
     cold, warm = _audit(tmp_path), _audit(tmp_path)
     assert cold["checked"] == warm["checked"] == 0
+
+
+def test_a_warm_run_imports_and_computes_nothing_its_kept_bundle_decided(tmp_path):
+    cold, warm = _audit(tmp_path), _audit(tmp_path)
+    assert warm["report"] == cold["report"] and any("shm-sized" in line for line in cold["report"])
+    assert [name for name in NOT_FOR_A_WARM_RUN if name in warm["modules"]] == []
+    assert warm["fed"] == warm["specs"] == 0  # the CEL code's digest and the kinds table came with the bundle
+    assert "webhook.cel.parser" in cold["modules"] and cold["fed"] > 0 and cold["specs"] > 0  # a load computes them

@@ -17,8 +17,6 @@ from webhook.engine.core import Engine
 from webhook.inputs.sources import iter_manifest_files, load_paths
 from webhook.inputs.sources import Loaded
 from webhook.language.loader import compile_loaded
-from webhook.language.objects import (EXCEPTION_PLURAL, GROUP, POLICY_PLURAL, VERSION, _schema_view, is_exception,
-                                      is_policy, load_exception_object, load_policy_object)
 from webhook.model.valueclass import replace
 
 MARKER = b"aiadmit.dev/"  # a file without it holds no aiadmit object: not parsed twice
@@ -42,9 +40,11 @@ def from_files(paths: list[str]) -> tuple[Loaded, list]:
     found = Loaded()
     exceptions = []
     if chosen:
+        from webhook.language import objects  # the object checks: only for an input that holds such objects
+
         loaded = load_paths(chosen, templates=False)
-        found.resources = [r for r in loaded.resources if is_policy(r.obj)]
-        exceptions = [r for r in loaded.resources if is_exception(r.obj)]
+        found.resources = [r for r in loaded.resources if objects.is_policy(r.obj)]
+        exceptions = [r for r in loaded.resources if objects.is_exception(r.obj)]
     return found, exceptions
 
 
@@ -52,6 +52,8 @@ def from_cluster(api) -> tuple[list[dict], list[dict]]:
     """Every Policy and PolicyException of the cluster (none while the CRDs are not installed)."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
+
+    from webhook.language.objects import EXCEPTION_PLURAL, GROUP, POLICY_PLURAL, VERSION
 
     custom = client.CustomObjectsApi(api)
     out = []
@@ -72,6 +74,10 @@ def from_cluster(api) -> tuple[list[dict], list[dict]]:
 def extend(engine: Engine, policies=None, exceptions=None, files: Optional[Loaded] = None,
            file_exceptions=()) -> tuple[Engine, list[str]]:
     """The engine with these objects' policies and exceptions added, and the problems of those that failed."""
+    if not policies and not exceptions and not file_exceptions and (files is None or not files.resources):
+        return engine, []  # nothing to add (a one-file audit's usual case): the object checks are not even imported
+    from webhook.language.objects import _schema_view, load_exception_object, load_policy_object
+
     config = engine.config
     params, limits = config.params(), config.cel_limits
     added, problems = [], []

@@ -19,7 +19,7 @@ from webhook.cel.operators import binary
 from webhook.cel import messages, patterns
 from webhook.cel.strictness import SURE_DYN
 from webhook.cel.tree import depth, resolve
-from webhook.cel.constants import DYN, show, type_of_value
+from webhook.cel.constants import DYN, WHOLE, Struct, show, type_of_value  # noqa: F401 - Struct re-exported
 
 MAX_DEPTH = 120  # nesting of the tree: deeper would exhaust the checker's, compiler's or reference library's stack
 MAX_LENGTH = 100_000  # code points of one expression, as cel-go's default limit
@@ -30,7 +30,6 @@ _CONVERSIONS = {"int": "int", "uint": "uint", "double": "double", "string": "str
 _STRING_METHODS = {"startsWith", "endsWith", "contains"}
 # Timestamp and duration accessors: run on the reference library (the native compiler lacks them)
 REFERENCE_ONLY: frozenset = frozenset()  # everything the checker knows now compiles natively
-WHOLE = "*"  # in `Checker.named`: `variables` read whole (passed on, indexed by a computed key), so every one
 _TYPE_NAMES = frozenset({"bool", "int", "uint", "double", "string", "bytes", "null_type", "list", "map", "type",
                          "optional_type", "net.IP", "net.CIDR"})  # the last two: Kubernetes' (cel/k8slibs.py)
 
@@ -43,20 +42,6 @@ class CheckError(ValueError):
         self.message = message
         self.offset = offset
         self.param = param  # a param's path (name[, index]) when the mistake is that param's value, not the source
-
-
-class Struct:
-    """A declared variable with known fields (aiadmit's `workload`, `cluster`, ...): a misspelt field is an error.
-
-    `fields` maps a field name to its type; `open` structs accept any other field as dyn."""
-
-    __slots__ = ("name", "fields", "open")
-
-    def __init__(self, name: str, fields: Mapping[str, Any], open: bool = False):
-        self.name, self.fields, self.open = name, dict(fields), open
-
-    def __repr__(self) -> str:
-        return self.name
 
 
 def _accepts(kind: Any, wanted: str) -> bool:

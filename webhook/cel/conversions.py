@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any
 
-from webhook.cel.parser import UInt
+from webhook.cel.values import UInt
 from webhook.cel.runtime import _OPAQUE, _TIME, _TIME_OPS, EvalError, _int, _uint, overload
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: Python's int() would also take "1_000" and " 1"

@@ -25,7 +25,7 @@ from typing import Any, Mapping, Optional
 
 from webhook.cel.checker import CheckError
 from webhook.cel.tree import children
-from webhook.model.valueclass import Compared, Frozen
+from webhook.cel.limits import Limits  # noqa: F401 - re-exported: the limits this estimate is held to
 
 _STRING_FUNCTIONS = frozenset({"matches", "find", "findAll", "contains", "startsWith", "endsWith", "split",
                                "replace", "indexOf", "lastIndexOf", "join", "lowerAscii", "upperAscii", "trim",
@@ -41,31 +41,6 @@ _SIZED_RESULTS = {"url": 1.0, "getQuery": 1.0, "getEscapedPath": 3.0, "getHost":
 # pattern of up to 128 characters at 0.25 each
 _FACTORS = {"ip.isCanonical": 2.0, "validate": 32.0}
 _COMPREHENSIONS = frozenset({"all", "exists", "exists_one", "existsOne", "map", "filter"})
-
-
-class Limits(Frozen, Compared):
-    """`max_object_bytes`: the size of the largest object (the API server's request limit);
-    `per_expression`: the estimated cost above which an expression does not load.
-
-    The default limit admits what is linear or quadratic in the object (two independent lists nested) and rejects
-    what is cubic (three nested comprehensions over the same list); Kubernetes' own limit for a CRD rule is 10^7
-    with list bounds from the schema's maxItems, which Kubernetes objects rarely declare."""
-
-    max_object_bytes: int = 3 * 1024 * 1024
-    per_expression: float = 1e13
-    min_item_bytes: int = 16
-    max_value_factor: float = 64.0  # no string or list built may be estimated larger than this many objects
-
-    def __init__(self, max_object_bytes: int = 3 * 1024 * 1024, per_expression: float = 1e13, min_item_bytes: int = 16,
-                 max_value_factor: float = 64.0) -> None:
-        object.__setattr__(self, "max_object_bytes", max_object_bytes)
-        object.__setattr__(self, "per_expression", per_expression)
-        object.__setattr__(self, "min_item_bytes", min_item_bytes)
-        object.__setattr__(self, "max_value_factor", max_value_factor)
-
-    def _compared(self) -> tuple:
-        """The fields `==` compares and the hash digests."""
-        return (self.max_object_bytes, self.per_expression, self.min_item_bytes, self.max_value_factor)
 
 
 class _Est:

@@ -19,13 +19,16 @@ import json
 import re
 from typing import Any, Mapping, Optional
 
-from webhook.cel import cost as costs
-from webhook.cel.checker import CheckError, MAX_LENGTH, Struct, check, type_of_value
-from webhook.cel.compiler import Unsupported, compile_native
+from webhook.cel.compiler import compile_native
+from webhook.cel.constants import Struct, type_of_value
 from webhook.cel.library import CALLABLES, FUNCTIONS as LIBRARY
-from webhook.cel.parser import ParseError, parse_with_positions
-from webhook.cel.portability import refusal
+from webhook.cel.limits import Limits
 from webhook.cel.templates import compile_template, display
+from webhook.cel.values import ParseError, Unsupported
+
+# The parser, the checker, the cost estimate and the portability check (`checked`, `refusal`) are imported where a
+# load runs them: a command-line run whose bundle was kept whole (language/bundlecache.py) checks nothing, and
+# importing them was about a tenth of its warm one-file audit (bench/RESULTS.md, 2026-12-07, h-warm).
 
 _TEMPLATE = re.compile(r"\{\{(.+?)\}\}", re.S)
 FUNCTIONS = {name: function.call for name, function in LIBRARY.items()}  # what generated programs call
@@ -207,7 +210,7 @@ def params_type(params: Mapping[str, Any]) -> Struct:
 
 
 def checked(source: str, params: Optional[dict], declarations: Optional[Mapping[str, Any]],
-            limits: Optional[costs.Limits] = None, kubernetes: bool = True,
+            limits: Optional[Limits] = None, kubernetes: bool = True,
             constants: Optional[Mapping[str, list]] = None) -> tuple[frozenset, bool, Any, frozenset]:
     """Parse, check and cost `source` as written: (the variables it reads, whether it needs the reference library,
     its type as the checker found it, the policy variables it reads by name: `variables.NAME`, or "*" (checker.WHOLE)
@@ -217,6 +220,10 @@ def checked(source: str, params: Optional[dict], declarations: Optional[Mapping[
     `kubernetes` False: cel-go's checker only, without Kubernetes' literal validators (cel/strictness.py), as the
     CEL conformance suite is written for; every policy is checked with them. `constants`: the policy's named
     variables that are constants of its params (cel/patterns.py), checked where they are read like the params."""
+    from webhook.cel import cost as costs
+    from webhook.cel.checker import CheckError, MAX_LENGTH, check
+    from webhook.cel.parser import parse_with_positions
+
     if len(source) > MAX_LENGTH:
         raise CelError(f"expression longer than {MAX_LENGTH} characters", 0)
     try:
@@ -236,6 +243,13 @@ def checked(source: str, params: Optional[dict], declarations: Optional[Mapping[
     return frozenset(checker.free - {"params"}), checker.reference_only, kind, frozenset(checker.named)
 
 
+def _refusal(source: str, portable: Any) -> Optional[tuple]:
+    """What the API server of version `portable` refuses in `source` (cel/portability.py), or None."""
+    from webhook.cel.portability import refusal
+
+    return refusal(source, portable)
+
+
 class Expression:
     """A CEL expression checked at load, compiled on first use, and the variables it reads.
 
@@ -247,7 +261,7 @@ class Expression:
     __slots__ = ("source", "compiled", "_program", "variables", "_memo", "reference", "type", "inline", "named")
 
     def __init__(self, source: str, params: dict | None = None, memo: Any = None,
-                 declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None,
+                 declarations: Optional[Mapping[str, Any]] = None, limits: Optional[Limits] = None,
                  kubernetes: bool = True, portable: Any = None, constants: Optional[Mapping[str, list]] = None):
         """`declarations` maps each variable the rule's level binds to its type (None: any name, as dyn);
         `memo` (duck-typed: language/checks.py `Checks`) may answer the check, `checked(source, params,
@@ -264,7 +278,7 @@ class Expression:
         else:
             found = recorded(source, params, declarations, limits, checked)
         variables, self.reference, self.type, self.named = found
-        refused = refusal(source, portable) if portable is not None else None
+        refused = _refusal(source, portable) if portable is not None else None
         if refused is not None:
             raise CelError(*refused)
         if params is not None:
@@ -302,7 +316,7 @@ class Template:
     """A message with ``{{ cel }}`` segments, compiled once, rendered only on failure."""
 
     def __init__(self, text: str, params: dict | None = None, memo: Any = None,
-                 declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None,
+                 declarations: Optional[Mapping[str, Any]] = None, limits: Optional[Limits] = None,
                  portable: Any = None, constants: Optional[Mapping[str, list]] = None):
         self.parts: list[str | Expression] = []
         self._memo, self._render = memo, None
@@ -369,7 +383,7 @@ class MessageExpression:
     rule's `message`, if any, else a fixed text, as Kubernetes falls back to the static message."""
 
     def __init__(self, source: str, params: dict | None = None, memo: Any = None,
-                 declarations: Optional[Mapping[str, Any]] = None, limits: Optional[costs.Limits] = None,
+                 declarations: Optional[Mapping[str, Any]] = None, limits: Optional[Limits] = None,
                  fallback: Optional["Template"] = None, portable: Any = None,
                  constants: Optional[Mapping[str, list]] = None):
         self.expression = Expression(source, params, memo, declarations, limits, portable=portable,

@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 from webhook.cel import library
 from webhook.cel import runtime as rt
-from webhook.cel.parser import INT64_MAX, INT64_MIN
+from webhook.cel.values import INT64_MAX, INT64_MIN
 
 # name the generated code reads -> the value it stands for (the compiler adds these to the program's namespace)
 NAMESPACE = {"_QV": library.QUANTITIES}

@@ -9,23 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-INT64_MIN, INT64_MAX, UINT64_MAX = -(2 ** 63), 2 ** 63 - 1, 2 ** 64 - 1
-
-
-class UInt(int):
-    """A CEL uint: a Python int that remembers its type (`1u`)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return f"{int(self)}u"
-
-
-class ParseError(ValueError):
-    def __init__(self, message: str, source: str, position: int):
-        self.column = position + 1
-        super().__init__(f"{message} at column {self.column} of {source!r}")
-
+from webhook.cel.values import INT64_MAX, INT64_MIN, UINT64_MAX, ParseError, UInt  # noqa: F401 - re-exported
 
 _TOKEN = re.compile(r"""
     (?P<space>\s+|//[^\n]*)

@@ -21,7 +21,7 @@ from webhook.cel import k8slibs, lists as cel_lists, quantities as kq
 from webhook.cel import strings as st
 from webhook.cel.regex import find as _find, find_all as _find_all, matches, regex
 from webhook.cel import timestamps as ts
-from webhook.cel.parser import INT64_MAX, INT64_MIN, UInt
+from webhook.cel.values import INT64_MAX, INT64_MIN, UInt
 from webhook.cel.runtime import EvalError, equals, expecting, less, overload, Optional as Opt, NONE, MAX_SIZE
 from webhook.k8s.quotascope import quota_selects
 from webhook.model.quantity import QuantityError, format_bytes, parse_quantity

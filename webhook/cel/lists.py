@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.cel import strings as st
-from webhook.cel.parser import UInt
+from webhook.cel.values import UInt
 from webhook.cel.runtime import MAX_SIZE, EvalError, expecting, less
 from webhook.cel.values import NONE, Optional
 

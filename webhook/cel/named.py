@@ -15,14 +15,13 @@ and a `Variables`' `values` dict is made once and only ever added to: what `_W` 
 from __future__ import annotations
 
 from functools import lru_cache
-from types import MappingProxyType
 
 from webhook.cel.folding import fold
 from webhook.cel.parser import parse
+from webhook.cel.values import NO_VALUES  # noqa: F401 - re-exported
 
 _IN = "    "
 VARIABLES, VALUES = "_V", "_W"  # the locals holding `A['variables']` and, when it is a Variables, its `values`
-NO_VALUES = MappingProxyType({})  # `_W` when `variables` is not a Variables: every read takes the full path
 PROLOGUE = (f"try: {VARIABLES} = A['variables']", f"except Exception: {VARIABLES} = None",  # raised where it is read
             f"{VALUES} = {VARIABLES}.values if type({VARIABLES}) is _Vars else _NOVALUES")
 

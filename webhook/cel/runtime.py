@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from webhook.cel.parser import INT64_MAX, INT64_MIN, UINT64_MAX, UInt
+from webhook.cel.values import INT64_MAX, INT64_MIN, UINT64_MAX, UInt
 from webhook.cel.messages import Message
 from webhook.cel.quantities import Quantity
 from webhook.cel.values import NONE, EvalError, Optional, Unsupported, Variables  # noqa: F401 - re-exported

@@ -54,10 +54,23 @@ def package_hash() -> Any:
     return _package_hash().copy()
 
 
-@lru_cache(maxsize=1)
+_IDENTITY: list[str] = []  # identity() once known: computed, or vouched for by a kept bundle
+
+
 def identity() -> str:
     """A digest of the code that generates programs and of the code their constants come from."""
-    return feed(package_hash(), _HERE, [os.path.join(_HERE, name) for name in _IMPORTED]).hexdigest()
+    if not _IDENTITY:
+        _IDENTITY.append(feed(package_hash(), _HERE, [os.path.join(_HERE, name) for name in _IMPORTED]).hexdigest())
+    return _IDENTITY[0]
+
+
+def vouch(known: str) -> None:
+    """Take `known` as `identity()` for this process, unless it was computed already. Only for a value computed by
+    this very code from these very files: a loaded bundle kept whole (language/bundlecache.py) carries it, under a
+    key that holds every webhook file's size and modification time, so reading and digesting webhook/cel/*.py again
+    (13.5 M instructions of a warm one-file audit, bench/RESULTS.md, h-boot) would give the same digest."""
+    if not _IDENTITY:
+        _IDENTITY.append(known)
 
 
 _PLAIN = (str, int, float, bool, type(None), bytes)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from webhook.cel.parser import UInt
+from webhook.cel.values import UInt
 
 from webhook.cel.conversions import to_string
 from webhook.cel.runtime import EvalError, MAX_SIZE, expecting, overload

@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 
 from webhook.cel.checker import Checker, CheckError
 from webhook.cel.library import FUNCTIONS
-from webhook.cel.parser import UInt
+from webhook.cel.values import UInt
 
 _ZEROS = {"double": 0.0, "uint": UInt(0)}
 

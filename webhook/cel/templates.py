@@ -2,7 +2,7 @@
 
 Why: a message with three `{{ }}` segments was rendered by three program calls, each through `Expression.run` and
 its own `try:`, then a Python loop joining the pieces; for a denied GPU PyTorchJob those calls cost more than the
-segments' own code (bench/RESULTS.md, 2026-12-07). Here the segments' generated statements (cel/compiler.py
+segments' own code (bench/RESULTS.md, 2026-12-07). Here the segments' generated statements (cel/generator.py
 `generate`) stand one after the other in one function, each in its own `try:`, and the text around them is one
 f-string. Each segment keeps what its own program had: its comprehension steps counted from zero, its own free
 variables for the errors a named variable keeps (cel/values.py), "?" for any error of its own, its value shown by
@@ -15,7 +15,7 @@ import json
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from webhook.cel import fastpaths, stored
-from webhook.cel.compiler import BUILTINS, HELPERS, generate
+from webhook.cel.namespace import BUILTINS, HELPERS
 
 
 def display(value: Any) -> str:
@@ -43,6 +43,8 @@ def compile_template(texts: Sequence[str], segments: Sequence[tuple[str, frozens
            stored.functions_key(functions)) if getattr(cache, "keeps_programs", False) else None
 
     def make() -> tuple[str, dict]:
+        from webhook.cel.generator import generate  # only for a message not kept before: a warm run parses nothing
+
         lines = ["def render(A):"]
         extras: dict[str, Any] = {}
         count = 0

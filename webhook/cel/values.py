@@ -1,12 +1,34 @@
-"""The values CEL has beyond JSON's, and its error: optionals, a policy's lazy `variables`, EvalError.
+"""The values CEL has beyond JSON's, and its errors: uint, optionals, a policy's lazy `variables`, EvalError.
 
-Kept apart from runtime.py (the operators) so that each module stays one job; runtime re-exports them.
+Kept apart from runtime.py (the operators) so that each module stays one job; runtime re-exports them. The uint
+type, the integer bounds and ParseError are here rather than in the lexer, which defines its literals with them:
+a run whose programs were all generated before (cel/stored.py) imports no lexer, parser or checker.
 """
 
 from __future__ import annotations
 
 import weakref
+from types import MappingProxyType
 from typing import Any
+
+INT64_MIN, INT64_MAX, UINT64_MAX = -(2 ** 63), 2 ** 63 - 1, 2 ** 64 - 1
+
+
+class UInt(int):
+    """A CEL uint: a Python int that remembers its type (`1u`)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"{int(self)}u"
+
+
+class ParseError(ValueError):
+    """A source that is not CEL (cel/lexer.py, cel/parser.py); `column` is 1-based."""
+
+    def __init__(self, message: str, source: str, position: int):
+        self.column = position + 1
+        super().__init__(f"{message} at column {self.column} of {source!r}")
 
 
 class EvalError(Exception):
@@ -73,5 +95,6 @@ class Variables:
         return found
 
 
+NO_VALUES = MappingProxyType({})  # a program's `_W` when `variables` is not a Variables (cel/named.py)
 _UNSET = object()
 _NO_FAILURES: dict = {}  # shared and never written: most bindings have no failed variable

@@ -17,7 +17,6 @@ from functools import partial
 from typing import Any, Iterable, Optional
 
 from webhook.cel.environment import new_context
-from webhook.engine import mutation
 from webhook.engine.binding import Scope, policy_reads
 from webhook.engine.deadline import BudgetExceeded, check_deadline, copy_json
 from webhook.engine.enforcement import Enforcement
@@ -29,11 +28,10 @@ from webhook.k8s.workload import Classification, ShapeError, no_tick, build_work
 from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.language.checks import Checks
 from webhook.language.config import Config, ConfigError, load_config
-from webhook.engine import mapeval, mapreport, sharing, vap
+from webhook.engine import sharing
 from webhook.language.loader import load_all
 from webhook.language.vapload import InTree
 from webhook.language.policy import Policy
-from webhook.model import patch
 from webhook.model.facts import ClusterFacts, NoFacts
 from webhook.model.findings import Evaluation, Mutation
 from webhook.model.resource import Resource
@@ -215,11 +213,15 @@ class Engine:
         evaluation = self._evaluate(resource, facts, deadline)
         intree = self.intree  # the user's ValidatingAdmissionPolicies (engine/vap.py); asked without InTree.__bool__
         if (intree.policies or intree.bindings) and isinstance(resource.obj, dict):
+            from webhook.engine import vap  # with its API-server defaulting: only for a bundle with in-tree policies
+
             found, matched = vap.evaluate(self.intree, resource, facts or NoFacts(), deadline)
             evaluation.findings += found
             evaluation.evaluated = evaluation.evaluated or bool(matched)
             evaluation.policies += tuple(name for name in matched if name not in evaluation.policies)
         if in_tree and self.intree.mutating_bindings and isinstance(resource.obj, dict):  # MAPs (mapeval.py)
+            from webhook.engine import mapeval, mapreport
+
             outcome = mapeval.mutate(self.intree, resource, facts or NoFacts(), deadline)
             steps: dict = {}
             for p, b, before, after in outcome.steps:  # a reinvoked policy's steps add up
@@ -305,6 +307,8 @@ class Engine:
                   and not self.enforcement.observes_only(p, scope.ceiling)]
         if scope.workload is not None and scope.workload.errors:  # never patch what cannot be read whole
             chosen = []
+        from webhook.engine import mutation  # an audit mutates nothing: imported by the first mutation
+
         out = mutation.mutate(scope, chosen, working, scope.classification or self.config.classification, deadline)
         for policy, operations in reversed(early):
             out.operations[:0] = operations
@@ -314,6 +318,9 @@ class Engine:
     def _mutate_in_tree(self, resource: Resource, facts: Optional[ClusterFacts], deadline: Optional[float],
                         working: dict) -> list:
         """The MAPs' writes applied to `working` (engine/mapreport.py `onto`): [(policy, operations)]."""
+        from webhook.engine import mapeval, mapreport
+        from webhook.model import patch
+
         outcome = mapeval.mutate(self.intree, resource, facts or NoFacts(), deadline, redefault=False)
         found = []
         for policy, _, before, after in outcome.steps:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from webhook.cel.checker import WHOLE
+from webhook.cel.constants import WHOLE
 
 # What engine/binding.py `enter` binds per place; everything else a condition may read is bound once per resource
 # (binding.bind_resource), or is the policy's fresh `variables`, computed from these.

@@ -156,8 +156,14 @@ def template_spec(entry: dict) -> TemplateSpec:
     )
 
 
+_VOUCHED: dict[str, dict] = {}  # the built-in table, as a kept bundle carried it (`vouch`)
+
+
 @lru_cache(maxsize=None)
 def kind_table(path: str = KINDS_FILE) -> dict[tuple[str, str], KindSpec]:
+    found = _VOUCHED.get(path)
+    if found is not None:
+        return found
     data = table_data(path)
     table = {}
     for entry in data["kinds"]:
@@ -170,3 +176,11 @@ def kind_table(path: str = KINDS_FILE) -> dict[tuple[str, str], KindSpec]:
         )
         table[(spec.group, spec.kind)] = spec
     return table
+
+
+def vouch(table: dict[tuple[str, str], KindSpec]) -> None:
+    """Take `table` as the built-in `kind_table()` for this process, if it is not built yet: the table a loaded
+    bundle kept whole carries (language/bundlecache.py), under a key that holds kinds.yaml's, kinds.json's and this
+    module's size and modification time, so building it again would give the same specs (13 M instructions of a
+    warm one-file audit, bench/RESULTS.md, h-boot). Every spec is frozen, as a built one is."""
+    _VOUCHED.setdefault(KINDS_FILE, table)

@@ -15,7 +15,10 @@ the bundle's record answers checks. A load with any problem is never kept, so a 
 compiled, and refused, every time. A torn entry (the cache's digest), one that does not unpickle (a class gone),
 or one that is not a (policies, in-tree) pair is a miss: the bundle is loaded as always and the entry rewritten.
 The load's `Checks` (an expression's memo) is written as a name (`_checks`) and read back as the current run's,
-so the entry holds no cache directory. The cache directory is the user's own and already holds code objects that
+so the entry holds no cache directory. The entry also carries two things the run computes from the package's own
+files and nothing else, vouched for by the same key: the CEL code's identity (cel/stored.py, the prefix of every
+stored program's key) and the built-in kinds table (k8s/kindtable.py); a hit hands them down (`vouch`) before
+either is first computed, so a warm run reads and digests no CEL source and builds no table. The cache directory is the user's own and already holds code objects that
 runs execute (diskcache.py): a pickle there adds no new trust. The webhook has no cache and never reads one.
 """
 
@@ -30,6 +33,8 @@ import sys
 from functools import lru_cache
 from typing import Any, Optional
 
+from webhook.cel import stored
+from webhook.k8s import kindtable
 from webhook.language.bundle import POLICY_SCHEMA_FILE
 from webhook.language.checks import Checks, package_identity
 from webhook.language.policy import Policy
@@ -76,7 +81,8 @@ def key(files: list[str], params: Any, limits: Any, checks: Checks) -> Optional[
 
 
 def recall(cache: Any, kept_as: str, checks: Checks) -> Optional[tuple[list[Policy], InTree]]:
-    """The bundle kept under `kept_as`, its expressions given `checks`, or None (never kept, torn or foreign)."""
+    """The bundle kept under `kept_as`, its expressions given `checks`, or None (never kept, torn or foreign); a
+    hit also vouches for the CEL code's identity and the kinds table it carries."""
     data = cache.recall_bundle(kept_as)
     if data is None:
         return None
@@ -84,20 +90,34 @@ def recall(cache: Any, kept_as: str, checks: Checks) -> Optional[tuple[list[Poli
         loaded = _Unpickler(io.BytesIO(data), checks).load()
     except Exception:  # noqa: BLE001 - any entry that does not read back is a miss, whatever the reason
         return None
-    if (type(loaded) is not tuple or len(loaded) != 2 or type(loaded[0]) is not list
-            or not all(isinstance(policy, Policy) for policy in loaded[0]) or not isinstance(loaded[1], InTree)):
+    if (type(loaded) is not tuple or len(loaded) != 3 or type(loaded[0]) is not list
+            or not all(isinstance(policy, Policy) for policy in loaded[0]) or not isinstance(loaded[1], InTree)
+            or not _vouched(loaded[2])):
         return None
-    return loaded
+    identity, table = loaded[2]
+    stored.vouch(identity)
+    kindtable.vouch(table)
+    return loaded[0], loaded[1]
 
 
 def remember(cache: Any, kept_as: str, policies: list[Policy], intree: InTree) -> None:
-    """Keep a load's result; a bundle holding anything pickle cannot write is simply not kept."""
+    """Keep a load's result, and what the package's files decide (`_vouched`); a bundle holding anything pickle
+    cannot write is simply not kept."""
     out = io.BytesIO()
     try:
-        _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump((policies, intree))
-    except Exception:  # noqa: BLE001 - a closure, a lock, a generated function: loaded in full next time
+        vouched = (stored.identity(), kindtable.kind_table())
+        _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump((policies, intree, vouched))
+    except Exception:  # noqa: BLE001 - a closure, a lock, a generated function, an unreadable file: not kept
         return
     cache.remember_bundle(kept_as, out.getvalue())
+
+
+def _vouched(found: Any) -> bool:
+    """Whether `found` has the shape of what `remember` keeps beside the bundle: (the CEL code's identity, the
+    kinds table by (group, kind))."""
+    if type(found) is not tuple or len(found) != 2 or type(found[0]) is not str or type(found[1]) is not dict:
+        return False
+    return all(type(key) is tuple and isinstance(spec, kindtable.KindSpec) for key, spec in found[1].items())
 
 
 def _checks() -> Checks:

@@ -18,8 +18,8 @@ import os
 from functools import lru_cache
 from typing import Any, Mapping, Optional
 
-from webhook.cel.checker import Struct
-from webhook.cel.cost import Limits
+from webhook.cel.constants import Struct
+from webhook.cel.limits import Limits
 from webhook.cel.environment import CelError
 from webhook.cel.stored import feed, package_hash
 from webhook.language import declarations as _declarations

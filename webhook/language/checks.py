@@ -24,7 +24,7 @@ from types import CodeType
 from typing import Any, Optional
 
 from webhook.cel.environment import CelError
-from webhook.language import celrecord, record
+from webhook.language import record
 
 
 def package_identity(name: str) -> str:
@@ -61,6 +61,8 @@ class Checks:
         """What aiadmit's checker finds for `source` (cel/environment.py `checked`): the bundle's record answers
         for an expression it holds under the same key (language/celrecord.py), else `check` runs. `constants`:
         the named variables that are constants of the params, given to `check` and part of the key."""
+        from webhook.language import celrecord  # a load's: a bundle kept whole (bundlecache.py) asks no check
+
         if constants:
             plain = check
 

@@ -16,8 +16,8 @@ import re
 from typing import Any, Optional
 
 from webhook.cel import patterns
-from webhook.cel.checker import WHOLE, Struct
-from webhook.cel.cost import Limits
+from webhook.cel.constants import WHOLE, Struct
+from webhook.cel.limits import Limits
 from webhook.cel.environment import CelError, Expression, MessageExpression, Template
 from webhook.k8s.versions import DEFAULT_PORTABILITY, version as kubernetes_version
 from webhook.language.checks import Checks

@@ -12,7 +12,7 @@ import datetime as dt
 import fnmatch
 from typing import Optional
 
-from webhook.cel.cost import Limits
+from webhook.cel.limits import Limits
 from webhook.model import pointer as jp
 from webhook.language.schemacheck import errors as schema_errors
 from webhook.language.schemacheck import locate_error

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from webhook.cel.checker import DYN, Struct
+from webhook.cel.constants import DYN, Struct
 
 _STRINGS = ("list", "string")
 _LABELS = ("map", "string", DYN)

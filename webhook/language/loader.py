@@ -1,7 +1,9 @@
 """Loading policy files: read, validate against the language's schema, compile; all or nothing.
 
 One bad file fails the whole set with every problem named by file, line and
-field, so a half-loaded bundle can never serve.
+field, so a half-loaded bundle can never serve. What compiles (language/compiler.py, mapload.py), what recalls
+documents (parsed.py) and what places a problem (sourcemap.py) are imported where a load uses them: a run whose
+bundle was kept whole (bundlecache.py) needs none of them.
 """
 
 from __future__ import annotations
@@ -9,16 +11,14 @@ from __future__ import annotations
 import os
 from typing import Iterable, Optional
 
-from webhook.cel.cost import Limits
+from webhook.cel.limits import Limits
 from webhook.inputs.sources import load_paths
 from webhook.language.bundle import POLICY_SCHEMA_FILE
 from webhook.language.checks import Checks
-from webhook.language.compiler import Problems, compile_policy
 from webhook.language.policy import Policy, PolicyLoadError
 from webhook.language.schemacheck import errors as schema_errors
 from webhook.language.schemacheck import locate_error
-from webhook.language.sourcemap import locate
-from webhook.language import bundlecache, mapload, parsed
+from webhook.language import bundlecache
 from webhook.language.vapload import InTree, is_intree, read_intree
 from webhook.model import pointer as jp
 from webhook.model.resource import Resource
@@ -27,6 +27,8 @@ from webhook.model.resource import Resource
 def _format(resource: Resource, pointer: str, message: str, offset: Optional[int] = None,
             text: Optional[str] = None) -> str:
     """`file:line:col: field: message`; with `offset`, the column of that character of the field's expression."""
+    from webhook.language.sourcemap import locate
+
     line, column = resource.origin.position(pointer)
     if offset is not None:
         value = jp.resolve(resource.obj, pointer)
@@ -72,6 +74,8 @@ def load_all(paths: Iterable[str], params: Optional[dict[str, dict]] = None,
         found = bundlecache.recall(cache, kept_as, checks) if kept_as is not None else None
         if found is not None:
             return found
+        from webhook.language import parsed
+
         loaded, recalled = parsed.load(files, cache)
         policies, intree, problems = _compile(loaded, params, checks, limits)
         if problems and recalled:  # a problem's position needs the YAML nodes: read every file as the webhook does
@@ -105,6 +109,9 @@ def compile_loaded(loaded, params: Optional[dict[str, dict]] = None, checks: Opt
 
 
 def _compile(loaded, params, checks, limits, texts=None, prepare=None) -> tuple[list[Policy], InTree, list[str]]:
+    from webhook.language import mapload
+    from webhook.language.compiler import Problems, compile_policy
+
     checks = checks or Checks()
     problems = [f"{e.file}:{e.line}:{e.column}: {e.message}" for e in loaded.errors + loaded.skipped]
     texts = dict(texts or {})

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from webhook.cel.checker import Struct
-from webhook.cel.cost import Limits
+from webhook.cel.constants import Struct
+from webhook.cel.limits import Limits
 from webhook.cel.messages import JSONPATCH, MESSAGES, OBJECT, type_text as show
 from webhook.language import vapload
 from webhook.language.vapload import Check, _check, _list, _map, _name, _Problems, _rules

@@ -23,7 +23,7 @@ from typing import Iterable, Optional
 
 import yaml
 
-from webhook.cel.cost import Limits
+from webhook.cel.limits import Limits
 from webhook.inputs.sources import load_text
 from webhook.language.checks import Checks
 from webhook.language.config import PolicyException

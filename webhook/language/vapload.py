@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from webhook.cel.checker import DYN, Struct
-from webhook.cel.cost import Limits
+from webhook.cel.constants import DYN, Struct
+from webhook.cel.limits import Limits
 from webhook.cel.environment import CelError, Expression
-from webhook.cel.parser import ParseError, parse_with_positions
+from webhook.cel.values import ParseError
 from webhook.model.resource import Resource
 
 API = "admissionregistration.k8s.io/v1"
@@ -209,6 +209,8 @@ def _check(resource: Resource, pointer: str, source: Any, declarations: dict, pr
                                if re.search(rf"\bvariables\s*\.\s*{re.escape(name)}\b", source)), None)
     try:
         if offline:  # `authorizer`'s library is not aiadmit's: such an expression is parsed only, and skipped
+            from webhook.cel.parser import parse_with_positions  # a load's, never a kept bundle's (bundlecache.py)
+
             parse_with_positions(source)
             return Check(None, pointer, offline, source)
         expression = Expression(source, None, None, {k: v for k, v in declarations.items() if k != "offline"},
