@@ -30,6 +30,7 @@ from webhook.inputs.sources import Loaded, load_text, read_text
 from webhook.model.facts import OfflineFacts
 from webhook.model.findings import Evaluation, Finding
 from webhook.model.resource import Origin, Resource
+from webhook.model.lazyre import Lazy
 
 _SHARED: Any = None  # what the workers read, set only while a pool runs
 _WORK: Any = None  # the function each slice runs
@@ -101,14 +102,14 @@ def rebuild(resource: Resource, data: tuple) -> Evaluation:
 # ---------------------------------------------------------------------- files
 # A file worth more than this many bytes of text per process before forking pays.
 MIN_BYTES_PER_JOB = 128 * 1024
-_DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
+_DOCUMENT_START = Lazy(r"^---(?=[ \t\r\n]|$)", re.M)
 # Every kind model/facts.py's OfflineFacts reads (tests/test_parallel_files.py: the workers' answer is one process's).
 # A document naming a ResourceClaim is a fact too: who else uses that claim (untrusted-gpu-isolation).
 _CLAIM_USER = "resourceClaimName"
 _FACT_NAMES = ("Namespace", "ResourceQuota", "PriorityClass", "RuntimeClass", "HorizontalPodAutoscaler",
                "ScaledObject", "ConfigMap", "Secret", "Node", "LocalQueue", "PodGroup", "ResourceClaim",
                _CLAIM_USER)
-_FACT_KIND = re.compile(r"""\bkind["']?\s*:\s*(?:!!str\s+)?["']?"""
+_FACT_KIND = Lazy(r"""\bkind["']?\s*:\s*(?:!!str\s+)?["']?"""
                         r"""(Namespace|ResourceQuota|PriorityClass|RuntimeClass|HorizontalPodAutoscaler"""
                         r"""|ScaledObject|ConfigMap|Secret|Node|LocalQueue|PodGroup|ResourceClaim|ResourceClaimTemplate)\b""")
 

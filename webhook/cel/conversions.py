@@ -8,14 +8,14 @@ through the registry in runtime.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from webhook.cel.values import UInt
 from webhook.cel.runtime import _OPAQUE, _TIME, _TIME_OPS, EvalError, _int, _uint, overload
+from webhook.model.lazyre import Lazy
 
-_INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: Python's int() would also take "1_000" and " 1"
-_DOUBLE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:[iI]nf(?:inity)?|NaN|nan)")
+_INTEGER = Lazy(r"[+-]?[0-9]+")  # ASCII digits only: Python's int() would also take "1_000" and " 1"
+_DOUBLE = Lazy(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:[iI]nf(?:inity)?|NaN|nan)")
 
 
 def to_int(value: Any) -> int:

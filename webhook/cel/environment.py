@@ -25,12 +25,13 @@ from webhook.cel.library import CALLABLES, FUNCTIONS as LIBRARY
 from webhook.cel.limits import Limits
 from webhook.cel.templates import compile_template, display
 from webhook.cel.values import ParseError, Unsupported
+from webhook.model.lazyre import Lazy
 
 # The parser, the checker, the cost estimate and the portability check (`checked`, `refusal`) are imported where a
 # load runs them: a command-line run whose bundle was kept whole (language/bundlecache.py) checks nothing, and
 # importing them was about a tenth of its warm one-file audit (bench/RESULTS.md, 2026-12-07, h-warm).
 
-_TEMPLATE = re.compile(r"\{\{(.+?)\}\}", re.S)
+_TEMPLATE = Lazy(r"\{\{(.+?)\}\}", re.S)
 FUNCTIONS = {name: function.call for name, function in LIBRARY.items()}  # what generated programs call
 
 
@@ -102,8 +103,8 @@ def _compile(source: str, memo: Any, qualified: frozenset = frozenset(),
         return _Reference(_reference_library().compile(source))
 
 
-_PARAM = re.compile(r"\bparams\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
-_STRING = re.compile(r"""[rR]?(?:'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""", re.S)
+_PARAM = Lazy(r"\bparams\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
+_STRING = Lazy(r"""[rR]?(?:'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""", re.S)
 
 
 def literal(value: Any) -> str:
@@ -160,7 +161,7 @@ def _code(source: str) -> str:
     return _STRING.sub(lambda string: '"' + " " * (len(string.group(0)) - 2) + '"', source)
 
 
-_PRESENCE = re.compile(r"^has\(\s*(container|pod|podMeta|object)((?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)+)\s*\)$")
+_PRESENCE = Lazy(r"^has\(\s*(container|pod|podMeta|object)((?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)+)\s*\)$")
 
 
 def conjuncts(source: str) -> list[str]:

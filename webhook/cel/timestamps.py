@@ -13,15 +13,16 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from webhook.cel.runtime import EvalError, overload, register_time
+from webhook.model.lazyre import Lazy
 
 _NS = 1_000_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MIN_TS = -62135596800 * _NS
 _MAX_TS = 253402300799 * _NS + 999_999_999
 _MAX_DURATION = 2 ** 63 - 1  # cel-go holds a duration in int64 nanoseconds (about 292 years)
-_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})")
-_DURATION = re.compile(r"([-+]?)((?:\d+(?:\.\d*)?|\.\d+)(?:h|m|s|ms|us|µs|ns))+")
-_UNIT = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s|us|µs|ns)")
+_RFC3339 = Lazy(r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})")
+_DURATION = Lazy(r"([-+]?)((?:\d+(?:\.\d*)?|\.\d+)(?:h|m|s|ms|us|µs|ns))+")
+_UNIT = Lazy(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s|us|µs|ns)")
 _UNITS = {"h": 3600 * _NS, "m": 60 * _NS, "s": _NS, "ms": 1_000_000, "us": 1000, "µs": 1000, "ns": 1}
 
 

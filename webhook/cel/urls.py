@@ -14,18 +14,19 @@ from typing import Any
 from urllib.parse import quote, unquote_to_bytes
 
 from webhook.cel.runtime import EvalError, expecting, overload
+from webhook.model.lazyre import Lazy
 
 _ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 _HEX = frozenset("0123456789abcdefABCDEF")
 _USERINFO = _ALNUM | frozenset("-._:~!$&'()*+,;=%@")
-_CONTROL = re.compile("[\x00-\x1f\x7f]")
+_CONTROL = Lazy("[\x00-\x1f\x7f]")
 # Go's host characters: these ASCII ones and everything from U+0080 on. Written as the class of the other ASCII
 # characters: the same matches (tests/test_k8s_cel_library.py checks every code point), and compiled in 0.1 ms where
 # a negated class reaching U+10FFFF took 5 ms at every start-up (issue 25).
 _HOST_ASCII = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!$&'()*+,;=:[]<>\"-_.~%")
-_NOT_HOST = re.compile("[" + "".join(re.escape(chr(code)) for code in range(128)
+_NOT_HOST = Lazy("[" + "".join(re.escape(chr(code)) for code in range(128)
                                      if chr(code) not in _HOST_ASCII) + "]")
-_NOT_ENCODED = re.compile("[^A-Za-z0-9\\-_.~$&+,/:;=@!'()*\\[\\]%]")
+_NOT_ENCODED = Lazy("[^A-Za-z0-9\\-_.~$&+,/:;=@!'()*\\[\\]%]")
 
 
 def _quote(text: str) -> str:

@@ -22,14 +22,13 @@ judged by the config's lists, with a note naming the names it could not check.
 
 from __future__ import annotations
 
-import fnmatch
-import glob
 from functools import lru_cache
 from typing import Iterable, Optional
 
 from webhook.k8s.dra import is_accelerator_class
 from webhook.k8s.workload import Classification, Workload
 from webhook.model.valueclass import replace
+from webhook.model.globs import any_matches
 
 
 def accelerated(classification: Classification, extended: Optional[dict[str, str]]) -> Classification:
@@ -77,6 +76,8 @@ def presumed(classification: Classification, names: list[str]) -> Classification
     """`classification` with `names` counted as accelerators (each matched as itself, never as a glob)."""
     if not names:
         return classification
+    import glob  # for its escape only, and only here: importing it compiled two patterns in every process
+
     return replace(classification,
                                accelerators=classification.accelerators + tuple(glob.escape(n) for n in names))
 
@@ -86,4 +87,4 @@ def _could_be_backed(name: str, classification: Classification) -> bool:
         return False  # a native resource: DeviceClass validation refuses these as extendedResourceName
     if classification.is_accelerator(name):
         return False
-    return not any(fnmatch.fnmatchcase(name, p) for p in classification.non_accelerators)
+    return not any_matches(name, classification.non_accelerators)

@@ -24,10 +24,10 @@ claim itself (`resourceClaimName`), which every pod naming it shares, and
 
 from __future__ import annotations
 
-import fnmatch
 from typing import Any, Iterable, Optional
 
 from webhook.k8s.containers import ShapeError
+from webhook.model.globs import any_matches
 
 CLAIM, TEMPLATE = "ResourceClaim", "ResourceClaimTemplate"
 # What `extendedResourceName` a DeviceClass gets when it names none (Kubernetes 1.34+, DRAExtendedResource).
@@ -35,7 +35,7 @@ IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
 
 
 def is_accelerator_class(name: str, patterns: Iterable[str]) -> bool:
-    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+    return any_matches(name, patterns)
 
 
 def claim_devices(obj: Any) -> Optional[dict]:

@@ -8,7 +8,6 @@ resource so that policies only match on it.
 
 from __future__ import annotations
 
-import fnmatch
 from functools import cached_property, lru_cache
 from typing import Any, Callable, Iterable, Optional
 
@@ -20,6 +19,7 @@ from webhook.k8s.kindtable import KindSpec, TemplateSpec, kind_table, template_s
 from webhook.k8s.podtemplates import Container, PodTemplate, locate, no_tick
 from webhook.k8s.shape import TooLarge, searchable, template_entries, unlisted_name
 from webhook.model.valueclass import Compared, Frozen
+from webhook.model.globs import any_matches
 
 __all__ = ["AI_CLASSES", "ROLES", "Classification", "Container", "KindSpec", "PodTemplate", "ShapeError",
            "TemplateSpec", "Workload", "build_workload", "effective_tier", "kind_table", "no_tick",
@@ -117,8 +117,8 @@ class Classification(Frozen, Compared):
 @lru_cache(maxsize=1024)
 def _matches_accelerator(name: str, patterns: tuple[str, ...], device_classes: tuple[str, ...]) -> bool:
     if name.startswith(IMPLICIT_PREFIX):  # a DeviceClass's own extended resource: an accelerator if its class is one
-        return any(fnmatch.fnmatchcase(name[len(IMPLICIT_PREFIX):], p) for p in device_classes)
-    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+        return any_matches(name[len(IMPLICIT_PREFIX):], device_classes)
+    return any_matches(name, patterns)
 
 
 def _devices(templates: list[PodTemplate], classification: Classification) -> frozenset[str]:

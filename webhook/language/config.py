@@ -9,7 +9,6 @@ maps are merged key by key; `inheritDefaults: false` starts from nothing.
 from __future__ import annotations
 
 import datetime as dt
-import fnmatch
 from typing import Optional
 
 from webhook.cel.limits import Limits
@@ -21,6 +20,7 @@ from webhook.k8s.workload import Classification
 from webhook.language.bundle import CONFIG_SCHEMA_FILE, DEFAULT_CONFIG_FILE
 from webhook.language.checks import Checks
 from webhook.model.valueclass import Compared, Frozen
+from webhook.model.globs import any_matches
 
 
 
@@ -57,15 +57,14 @@ class PolicyException(Frozen, Compared):
     def covers_namespace(self, policy: str, namespace: str) -> bool:
         if "*" not in self.policies and policy not in self.policies:
             return False
-        return any(fnmatch.fnmatchcase(namespace, p) for p in self.namespaces)
+        return any_matches(namespace, self.namespaces)
 
     def covers(self, policy: str, namespace: str, name: str, kind: str) -> bool:
         if "*" not in self.policies and policy not in self.policies:
             return False
         if self.kinds and kind not in self.kinds:
             return False
-        return (any(fnmatch.fnmatchcase(namespace, p) for p in self.namespaces)
-                and any(fnmatch.fnmatchcase(name, p) for p in self.names))
+        return any_matches(namespace, self.namespaces) and any_matches(name, self.names)
 
     def expired(self, today: dt.date) -> bool:
         return self.expires is not None and today > self.expires
@@ -136,7 +135,7 @@ class Config(Compared):
     def excluded(self, namespace: str) -> bool:
         found = self._excluded.get(namespace)
         if found is None:
-            found = any(fnmatch.fnmatchcase(namespace, p) for p in self.exclude_namespaces)
+            found = any_matches(namespace, self.exclude_namespaces)
             if len(self._excluded) < 65536:  # namespaces are few; the bound only guards against abuse
                 self._excluded[namespace] = found
         return found

@@ -6,12 +6,12 @@ read by the engine. Nothing here parses or checks anything.
 
 from __future__ import annotations
 
-import fnmatch
 from typing import TYPE_CHECKING, Any, Optional
 
 from webhook.cel.environment import Expression, Template
 from webhook.k8s.selectors import selector_matches
 from webhook.k8s.versions import DEFAULT_PORTABILITY, KubernetesVersion
+from webhook.model.globs import any_matches
 
 if TYPE_CHECKING:  # jsonschema is imported only where a schema rule is compiled
     from webhook.language.schemarule import SchemaRule
@@ -134,9 +134,9 @@ class Match:
 
     def admits_namespace(self, namespace: str) -> bool:
         """The namespace half of `admits_place` (the engine keeps its answer per namespace)."""
-        if self.namespaces and not any(fnmatch.fnmatchcase(namespace, p) for p in self.namespaces):
+        if self.namespaces and not any_matches(namespace, self.namespaces):
             return False
-        return not any(fnmatch.fnmatchcase(namespace, p) for p in self.exclude_namespaces)
+        return not any_matches(namespace, self.exclude_namespaces)
 
 
 class Policy:

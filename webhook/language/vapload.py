@@ -17,6 +17,7 @@ from webhook.cel.constants import DYN, Struct
 from webhook.cel.limits import Limits
 from webhook.cel.environment import CelError, Expression
 from webhook.cel.values import ParseError
+from webhook.model.lazyre import Lazy
 from webhook.model.resource import Resource
 
 API = "admissionregistration.k8s.io/v1"
@@ -26,8 +27,8 @@ MUTATING_KINDS = ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")  
 ACTIONS = {"Deny": "deny", "Warn": "warn", "Audit": "audit"}
 _BASE = {"object": DYN, "oldObject": DYN, "request": DYN, "params": DYN, "namespaceObject": DYN, "authorizer": DYN}
 # What an offline run cannot answer: who asks (RBAC through `authorizer`, the user in `request.userInfo`).
-_OFFLINE = ((re.compile(r"\bauthorizer\b"), "reads `authorizer` (RBAC answers), which no offline run can give"),
-            (re.compile(r"\brequest\s*\.\s*userInfo\b"), "reads `request.userInfo`, unknown offline"))
+_OFFLINE = ((Lazy(r"\bauthorizer\b"), "reads `authorizer` (RBAC answers), which no offline run can give"),
+            (Lazy(r"\brequest\s*\.\s*userInfo\b"), "reads `request.userInfo`, unknown offline"))
 
 
 class Check:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 import sys
 
-PLACED = re.compile(r"^(?P<file>[^\n]+?):(?P<line>\d+)(?::(?P<column>\d+))?: (?P<message>.*)$", re.S)
+from webhook.model.lazyre import Lazy
+
+PLACED = Lazy(r"^(?P<file>[^\n]+?):(?P<line>\d+)(?::(?P<column>\d+))?: (?P<message>.*)$", re.S)
 
 
 def format_diagnostic(file: str, line: int, column: int, severity: str, message: str) -> str:
