@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from webhook.app.diskcache import DiskCache
+from webhook.app.diskcache import DiskCache, frame
 from webhook.language import bundlecache
 from webhook.language.bundle import BUILTIN_POLICY_DIR
 from webhook.language.checks import Checks
@@ -75,7 +75,6 @@ DAMAGES = ["torn", "not a pickle", "foreign pickle", "unknown class", "persisten
 
 @pytest.mark.parametrize("damage", DAMAGES)
 def test_a_damaged_entry_is_a_miss_and_rewritten(tmp_path, damage):
-    import hashlib
     import pickle
     fresh, _ = load_all([BUILTIN_POLICY_DIR], checks=Checks())
     load_all([BUILTIN_POLICY_DIR], checks=Checks(DiskCache(str(tmp_path))))
@@ -87,7 +86,7 @@ def test_a_damaged_entry_is_a_miss_and_rewritten(tmp_path, damage):
                "persistent id": b"\x80\x04\x8c\x05other\x94Q.",
                "without what it vouches for": pickle.dumps(([], InTree())),  # the shape kept before it carried them
                "a foreign vouch": pickle.dumps(([], InTree(), ("identity", {"Pod": "not a spec"})))}[damage]
-    damaged = good[:len(good) // 2] if payload is None else hashlib.sha256(payload).digest() + payload
+    damaged = good[:len(good) // 2] if payload is None else frame(payload)
     with open(path, "wb") as handle:
         handle.write(damaged)
     checks = Checks(DiskCache(str(tmp_path)))
@@ -129,7 +128,7 @@ def test_a_changed_policy_schema_misses(tmp_path, monkeypatch):
 # vouched for, neither computed: no CEL file digested, no spec built), the third computes both with no cache.
 VOUCHED = """
 import json, sys
-from webhook.app.diskcache import DiskCache
+from webhook.app.diskcache import DiskCache, frame
 from webhook.cel import stored
 from webhook.k8s import kindtable
 from webhook.language.bundle import BUILTIN_POLICY_DIR

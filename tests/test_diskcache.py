@@ -1,7 +1,6 @@
 """The command line's disk cache: the same programs and the same load errors, fewer compiles and checks, never an
 error of its own."""
 
-import hashlib
 import json
 import marshal
 import os
@@ -12,7 +11,7 @@ import pytest
 
 from webhook.language.checks import Checks
 from webhook.language.config import ConfigError, load_config
-from webhook.app.diskcache import DiskCache, default_directory
+from webhook.app.diskcache import HEADER, DiskCache, default_directory, frame
 from webhook.cel import stored
 from webhook.cel.environment import FUNCTIONS, Activation
 from webhook.cel.compiler import BUILTINS, compile_native
@@ -89,18 +88,18 @@ def test_a_foreign_program_entry_is_a_miss(tmp_path):
     source, variables, expected = EXPRESSIONS[3]
     compile_native(source, FUNCTIONS, DiskCache(str(tmp_path)))
     [path] = entries(tmp_path / "program")
-    python, code, extras = marshal.loads(open(path, "rb").read()[32:])
+    python, code, extras = marshal.loads(open(path, "rb").read()[HEADER:])
     named = tuple((name, "n", "f:no-such-function") if tag == "n" else (name, tag, value)
                   for name, tag, value in extras)
     assert named != extras  # the program holds a function by name
     for payload in (marshal.dumps(("x",)), marshal.dumps(42), marshal.dumps((python, code, named)),
                     marshal.dumps((python, "not code", extras)), marshal.dumps((python, code, ((1, "?", 2),)))):
-        open(path, "wb").write(hashlib.sha256(payload).digest() + payload)
+        open(path, "wb").write(frame(payload))
         cache = DiskCache(str(tmp_path))
         program = compile_native(source, FUNCTIONS, cache)
         assert program.execute(dict(variables)) == expected
         assert cache.misses == 0  # generated again, Python's compile answered by the cache
-        assert marshal.loads(open(path, "rb").read()[32:])[2] == extras  # rewritten with what was generated
+        assert marshal.loads(open(path, "rb").read()[HEADER:])[2] == extras  # rewritten with what was generated
 
 
 def test_a_changed_inlined_variable_or_qualified_name_misses(tmp_path):
@@ -259,3 +258,33 @@ def test_a_warm_cache_spares_the_command_line_loading_the_checkers(tmp_path):
     runs = [subprocess.run([sys.executable, "-c", probe, str(manifest), str(policies)], capture_output=True,
                            text=True, env=env, timeout=120) for _ in range(2)]
     assert [run.stdout.strip().splitlines()[-1] for run in runs] == ["True", "False"], [r.stderr for r in runs]
+
+
+
+def test_a_frame_tells_a_torn_entry(tmp_path):
+    from webhook.app.diskcache import unframe
+
+    for payload in (b"", b"x", bytes(range(256)) * 40):
+        framed = frame(payload)
+        assert unframe(framed) == payload and len(framed) == HEADER + len(payload)
+        assert unframe(framed[:-1]) is None and unframe(framed + b"x") is None and unframe(framed[:HEADER - 1]) is None
+        if payload:
+            assert unframe(framed[:HEADER] + bytes([payload[0] ^ 1]) + payload[1:]) is None
+
+
+def test_the_caches_keys_are_sha256_without_openssl():
+    # the command line's cache, a kept bundle and the programs' keys load without hashlib's OpenSSL (model/sha.py)
+    probe = ("import sys; from webhook.app import diskcache; from webhook.language import bundlecache, record; "
+             "from webhook.cel import stored; from webhook.k8s import kindnames; print('_hashlib' in sys.modules)")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=root)
+    assert found.stdout.strip() == "False"
+    import hashlib
+
+    from webhook.model.sha import sha256
+    for data in (b"", b"abc" * 1000):
+        assert sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+    hashed = sha256(b"a")
+    again = hashed.copy()
+    again.update(b"b")
+    assert again.hexdigest() == hashlib.sha256(b"ab").hexdigest() and hashed.digest() == hashlib.sha256(b"a").digest()

@@ -31,8 +31,12 @@ Five things are worth keeping, each measured (bench/RESULTS.md):
 Keys are digests of everything the result depends on (the generated source; the
 document's text, the schema's, the checker's installation), in a directory named
 after the interpreter's bytecode magic number, so a changed policy, compiler,
-schema or Python simply misses. A code entry starts with the digest of its
-payload and is ignored when it does not match (a torn write). Only the command
+schema or Python simply misses. A code entry starts with the CRC-32 and the
+length of its payload and is ignored when they do not match (a torn write): a
+checksum, not a digest, since the entries are the user's own and their readers
+check what they read back (cel/stored.py, language/bundlecache.py); SHA-256 over
+every entry read was a twentieth of a warm one-file audit's instructions
+(bench/RESULTS.md, 2026-12-07, h-warm). Only the command
 line uses the cache: the webhook checks and compiles everything once at start
 and loads no code from a writable directory. A failure to read or write turns
 the cache off for the process; it never becomes an error for the user.
@@ -43,16 +47,31 @@ Location: `$AIADMIT_CACHE_DIR`, else `$XDG_CACHE_HOME/aiadmit`, else
 
 from __future__ import annotations
 
-import hashlib
+import binascii
 import importlib.util
 import marshal
 import os
 from types import CodeType
 from typing import Optional
 
+from webhook.model.sha import sha256
 from webhook.outputs.atomicfile import write_atomic
 
-_DIGEST = 32  # sha256
+HEADER = 12  # an entry's CRC-32 (4 bytes) and its payload's length (8), before the payload
+
+
+def frame(payload: bytes) -> bytes:
+    """`payload` behind its CRC-32 and length: what `unframe` tells a torn or truncated entry by."""
+    return binascii.crc32(payload).to_bytes(4, "big") + len(payload).to_bytes(8, "big") + payload
+
+
+def unframe(data: bytes) -> Optional[bytes]:
+    """The payload `frame` wrapped, or None for anything else (torn, truncated, foreign)."""
+    payload = data[HEADER:]
+    if len(data) < HEADER or int.from_bytes(data[4:HEADER], "big") != len(payload) \
+            or binascii.crc32(payload) != int.from_bytes(data[:4], "big"):
+        return None
+    return payload
 
 
 class DiskCache:
@@ -67,7 +86,7 @@ class DiskCache:
         self.misses = 0
 
     def _path(self, kind: str, *parts: str) -> str:
-        digest = hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+        digest = sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
         return os.path.join(self.directory, kind, digest[:2], digest[2:])
 
     # ------------------------------------------------------------------ compiled programs
@@ -96,17 +115,12 @@ class DiskCache:
         return code if isinstance(code, CodeType) else None
 
     def _write_checked(self, path: str, payload: bytes) -> None:
-        """`payload` behind its digest: what `_read_checked` tells a torn or foreign entry by."""
-        self._write(path, hashlib.sha256(payload).digest() + payload)
+        """`payload` framed (`frame`): what `_read_checked` tells a torn entry by."""
+        self._write(path, frame(payload))
 
     def _read_checked(self, path: str) -> Optional[bytes]:
         data = self._read(path)
-        if data is None:
-            return None
-        digest, payload = data[:_DIGEST], data[_DIGEST:]
-        if len(digest) != _DIGEST or hashlib.sha256(payload).digest() != digest:
-            return None  # torn or foreign: made again and overwritten
-        return payload
+        return unframe(data) if data is not None else None  # None: torn or foreign, made again and overwritten
 
     # ------------------------------------------------------------------ generated programs
     def recall_program(self, *key: str) -> Optional[bytes]:
