@@ -270,23 +270,3 @@ def test_a_frame_tells_a_torn_entry(tmp_path):
         assert unframe(framed[:-1]) is None and unframe(framed + b"x") is None and unframe(framed[:HEADER - 1]) is None
         if payload:
             assert unframe(framed[:HEADER] + bytes([payload[0] ^ 1]) + payload[1:]) is None
-
-
-def test_the_caches_keys_are_sha256_without_openssl():
-    # the command line's cache, a kept bundle and the programs' keys load without hashlib's OpenSSL (model/sha.py)
-    probe = ("import sys; before = '_hashlib' in sys.modules; from webhook.app import diskcache; "
-             "from webhook.language import bundlecache, record; from webhook.cel import stored; "
-             "from webhook.k8s import kindnames; print(before, '_hashlib' in sys.modules)")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=root)
-    before, after = found.stdout.split()
-    assert after == before  # loaded by none of them (a site hook of the machine's own may have loaded it first)
-    import hashlib
-
-    from webhook.model.sha import sha256
-    for data in (b"", b"abc" * 1000):
-        assert sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
-    hashed = sha256(b"a")
-    again = hashed.copy()
-    again.update(b"b")
-    assert again.hexdigest() == hashlib.sha256(b"ab").hexdigest() and hashed.digest() == hashlib.sha256(b"a").digest()

@@ -48,13 +48,13 @@ Location: `$AIADMIT_CACHE_DIR`, else `$XDG_CACHE_HOME/aiadmit`, else
 from __future__ import annotations
 
 import binascii
+import hashlib
 import importlib.util
 import marshal
 import os
 from types import CodeType
 from typing import Optional
 
-from webhook.model.sha import sha256
 from webhook.outputs.atomicfile import write_atomic
 
 HEADER = 12  # an entry's CRC-32 (4 bytes) and its payload's length (8), before the payload
@@ -86,7 +86,7 @@ class DiskCache:
         self.misses = 0
 
     def _path(self, kind: str, *parts: str) -> str:
-        digest = sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+        digest = hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
         return os.path.join(self.directory, kind, digest[:2], digest[2:])
 
     # ------------------------------------------------------------------ compiled programs

@@ -15,6 +15,7 @@ cel/templates.py: all they generate from); the disk cache keeps it under Python'
 
 from __future__ import annotations
 
+import hashlib
 import json
 import marshal
 import os
@@ -24,7 +25,6 @@ from typing import Any, Callable, Mapping, Optional
 
 from webhook.cel.messages import build
 from webhook.cel.runtime import TYPES, Unsupported
-from webhook.model.sha import sha256
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # Modules outside webhook/cel/ that its code imports: with webhook/cel/*.py, all the code a generated program can
@@ -46,7 +46,7 @@ def feed(hashed: Any, root: str, paths: Any) -> Any:
 def _package_hash() -> Any:
     import glob  # here: a run whose kept bundle vouches for identity() never lists the package
 
-    return feed(sha256(), _HERE, sorted(glob.glob(os.path.join(_HERE, "*.py"))))
+    return feed(hashlib.sha256(), _HERE, sorted(glob.glob(os.path.join(_HERE, "*.py"))))
 
 
 def package_hash() -> Any:
@@ -117,7 +117,7 @@ def functions_key(functions: Mapping[str, Callable]) -> str:
     found = _SPELT.get(id(functions))
     if found is not None and found[0] is functions:
         return found[1]
-    spelt = sha256("\0".join(
+    spelt = hashlib.sha256("\0".join(
         f"{name}={getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', '?')}"
         for name, function in sorted(functions.items())).encode("utf-8", "surrogatepass")).hexdigest()
     if len(_SPELT) >= 8:

@@ -9,14 +9,13 @@ typo of it (`Deploymnet`, `pytorchjob`): the error names the kind it resembles.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from functools import lru_cache
 from typing import Any, Optional
 
 import yaml
-
-from webhook.model.sha import sha256
 
 KINDS_FILE = os.path.join(os.path.dirname(__file__), "kinds.yaml")
 # kinds.yaml read once and written as JSON, with the digest of the text it was read from (manifests/sync.py writes
@@ -46,7 +45,7 @@ def _recorded(text: bytes) -> Optional[dict]:
             found = json.load(handle)
     except (OSError, ValueError):
         return None
-    if type(found) is not dict or found.get("sha256") != sha256(text).hexdigest():
+    if type(found) is not dict or found.get("sha256") != hashlib.sha256(text).hexdigest():
         return None
     table = found.get("table")
     return table if type(table) is dict else None
@@ -57,7 +56,7 @@ def recorded_text(path: str = KINDS_FILE) -> str:
     with open(path, "rb") as handle:
         text = handle.read()
     table: Any = yaml.load(text, Loader=_LOADER)
-    return json.dumps({"sha256": sha256(text).hexdigest(), "table": table}, indent=1) + "\n"
+    return json.dumps({"sha256": hashlib.sha256(text).hexdigest(), "table": table}, indent=1) + "\n"
 
 
 @lru_cache(maxsize=None)

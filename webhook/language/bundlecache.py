@@ -24,6 +24,7 @@ runs execute (diskcache.py): a pickle there adds no new trust. The webhook has n
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -39,7 +40,6 @@ from webhook.language.checks import Checks, package_identity
 from webhook.language.policy import Policy
 from webhook.language.vapload import InTree
 from webhook.model.valueclass import astuple
-from webhook.model.sha import sha256
 
 _WEBHOOK = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CODE = (".py", ".yaml", ".json")
@@ -59,13 +59,13 @@ def _code_identity() -> str:
                 path = os.path.join(directory, name)
                 found = os.stat(path)
                 spelt.append(f"{path[len(_WEBHOOK):]} {found.st_size} {found.st_mtime_ns}")
-    return sha256("\0".join(spelt).encode("utf-8", "surrogateescape")).hexdigest()
+    return hashlib.sha256("\0".join(spelt).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def key(files: list[str], params: Any, limits: Any, checks: Checks) -> Optional[str]:
     """The digest the bundle of `files` loaded with these params and limits is kept under; None when a file does
     not read (the load then reports it)."""
-    hashed = sha256(_code_identity().encode())
+    hashed = hashlib.sha256(_code_identity().encode())
     spelt = json.dumps([params, astuple(limits) if limits is not None else None, checks.use_record],
                        sort_keys=True, default=repr)
     hashed.update(spelt.encode("utf-8", "surrogatepass") + b"\0")

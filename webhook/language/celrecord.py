@@ -12,6 +12,7 @@ expression is checked.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from functools import lru_cache
@@ -23,7 +24,6 @@ from webhook.cel.environment import CelError
 from webhook.cel.stored import feed, package_hash
 from webhook.language import declarations as _declarations
 from webhook.model.valueclass import astuple
-from webhook.model.sha import sha256
 
 _DECLARATIONS = os.path.abspath(_declarations.__file__)  # after webhook/cel/ in sorted order (the key's formula)
 
@@ -121,7 +121,7 @@ def key(source: str, params: Optional[dict], declarations: Optional[Mapping[str,
     whole = "".join(("[", _dumps(checker_identity()), ", ", _dumps(source), ", ",
                      _part("p", params, _params_text), ", ", _part("d", declarations, _declarations_text), ", ",
                      _part("l", limits, _limits_text), extra, "]"))
-    return sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()
+    return hashlib.sha256(whole.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _path_text(path: Optional[tuple]) -> Any:

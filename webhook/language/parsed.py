@@ -16,6 +16,7 @@ entry is a miss (the cache checks a digest); the webhook has no cache and always
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 from functools import lru_cache
@@ -26,7 +27,6 @@ import yaml
 from webhook.cel.stored import feed
 from webhook.inputs.sources import Loaded, collector_paused, load_text, read_text
 from webhook.model.resource import Origin, Resource
-from webhook.model.sha import sha256
 
 _WEBHOOK = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _READERS = ("inputs/*.py", "model/*.py", "k8s/kindnames.py", "k8s/kinds.yaml", "k8s/kindtable.py")
@@ -35,14 +35,14 @@ _READERS = ("inputs/*.py", "model/*.py", "k8s/kindnames.py", "k8s/kinds.yaml", "
 @lru_cache(maxsize=1)
 def _code_identity() -> str:
     """A digest of the code that turns a file's text into its documents, and of PyYAML's version."""
-    hashed = sha256(f"{yaml.__version__} {getattr(yaml, '__with_libyaml__', False)}".encode())
+    hashed = hashlib.sha256(f"{yaml.__version__} {getattr(yaml, '__with_libyaml__', False)}".encode())
     for pattern in _READERS:
         feed(hashed, _WEBHOOK, sorted(glob.glob(os.path.join(_WEBHOOK, pattern))))
     return hashed.hexdigest()
 
 
 def _key(text: str) -> str:
-    return sha256((_code_identity() + "\0" + text).encode("utf-8", "surrogatepass")).hexdigest()
+    return hashlib.sha256((_code_identity() + "\0" + text).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _plain(value: Any) -> bool:

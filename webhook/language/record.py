@@ -20,16 +20,16 @@ decides when it is consulted.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from functools import lru_cache
 from typing import Optional
 
 from webhook.language.bundle import RECORD_FILE
-from webhook.model.sha import sha256
 
 
 def digest(text: str) -> str:
-    return sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class _Recorded:

@@ -20,6 +20,7 @@ has no cache, so it never replays: it checks every expression it has no record o
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 from functools import lru_cache
@@ -30,7 +31,6 @@ from webhook.cel.environment import CelError
 from webhook.language import celrecord
 from webhook.language.checks import Checks
 from webhook.model.valueclass import astuple
-from webhook.model.sha import sha256
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -44,7 +44,7 @@ def _code_identity() -> str:
     """The checker's identity (webhook/cel/*.py and declarations.py), the modules outside webhook/cel/ its code
     imports (cel/stored.py's identity: the quantity and version code a constant's check runs), and every
     webhook/language/*.py, digested."""
-    hashed = sha256(celrecord.checker_identity().encode() + b"\0" + stored.identity().encode())
+    hashed = hashlib.sha256(celrecord.checker_identity().encode() + b"\0" + stored.identity().encode())
     return stored.feed(hashed, _HERE, sorted(glob.glob(os.path.join(_HERE, "*.py")))).hexdigest()
 
 
@@ -53,7 +53,7 @@ def key(doc: Any, params_override: Any, limits: Any) -> str:
     and the limits."""
     limits_spelt = astuple(limits) if limits is not None else None
     spelt = json.dumps([_code_identity(), doc, params_override, limits_spelt], sort_keys=True, default=repr)
-    return sha256(spelt.encode("utf-8", "surrogatepass")).hexdigest()
+    return hashlib.sha256(spelt.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Transcribing(Checks):
