@@ -12,14 +12,15 @@ versions of the libraries a compiled object may come from (PyYAML, re2, jsonsche
 when), the Python build, the policy language's schema (policies/policy.schema.json, outside the package in a
 checkout) and each policy file by path and text, the params the config overrides, the CEL cost limits and whether
 the bundle's record answers checks. A load with any problem is never kept, so a bundle that does not load is
-compiled, and refused, every time. A torn entry (the cache's digest), one that does not unpickle (a class gone),
-or one that is not a (policies, in-tree) pair is a miss: the bundle is loaded as always and the entry rewritten.
-The load's `Checks` (an expression's memo) is written as a name (`_checks`) and read back as the current run's,
-so the entry holds no cache directory. The entry also carries two things the run computes from the package's own
-files and nothing else, vouched for by the same key: the CEL code's identity (cel/stored.py, the prefix of every
-stored program's key) and the built-in kinds table (k8s/kindtable.py); a hit hands them down (`vouch`) before
-either is first computed, so a warm run reads and digests no CEL source and builds no table. The cache directory is the user's own and already holds code objects that
-runs execute (diskcache.py): a pickle there adds no new trust. The webhook has no cache and never reads one.
+compiled, and refused, every time. A torn entry (the cache's check), one that does not unpickle (a class gone),
+or one that is not a (policies, in-tree, what it vouches for) triple is a miss: the bundle is loaded as always and
+the entry rewritten. The load's `Checks` (an expression's memo) is written as a name (`_checks`) and read back as
+the current run's, so the entry holds no cache directory. The entry also carries two things the run computes from
+the package's own files and nothing else, vouched for by the same key: the CEL code's identity (cel/stored.py, the
+prefix of every stored program's key) and the built-in kinds table (k8s/kindtable.py); a hit hands them down
+(`vouch`) before either is first computed, so a warm run reads and digests no CEL source and builds no table. The
+cache directory is the user's own and already holds code objects that runs execute (diskcache.py): a pickle there
+adds no new trust. The webhook has no cache and never reads one.
 """
 
 from __future__ import annotations
