@@ -193,6 +193,5 @@ def add(engine: Any, scope: Scope, policy: Policy, rule: Rule, result: str, mess
     if scope.workload is not None and scope.workload.unlisted:
         message += (f" [{scope.workload.unlisted} is not in the kinds table: this pod template was found by "
                     f"its shape]")
-    scope.evaluation.findings.append(Finding(
-        policy=policy.id, rule=rule.name, action=engine.enforcement.action(policy, rule, scope.ceiling),
-        result=result, message=message, resource=scope.resource, pointer=pointer))
+    scope.evaluation.findings.append(Finding(policy.id, rule.name, engine.enforcement.action(policy, rule, scope.ceiling),
+                                             result, message, scope.resource, pointer))  # positional: no keyword dict
