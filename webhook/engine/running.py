@@ -205,5 +205,6 @@ def add(engine: Any, scope: Scope, policy: Policy, rule: Rule, result: str, mess
     if scope.workload is not None and scope.workload.unlisted:
         message += (f" [{scope.workload.unlisted} is not in the kinds table: this pod template was found by "
                     f"its shape]")
-    scope.evaluation.findings.append(Finding(policy.id, rule.name, engine.enforcement.action(policy, rule, scope.ceiling),
-                                             result, message, scope.resource, pointer))  # positional: no keyword dict
+    action = engine.enforcement.action(policy, rule, scope.ceiling)
+    scope.evaluation.findings.append(Finding(policy.id, rule.name, action, result, message, scope.resource,
+                                             pointer))  # positional: no keyword dict (model/findings.py)
