@@ -175,3 +175,18 @@ def _deep(levels: int) -> dict:
         current["a"] = {}
         current = current["a"]
     return deep
+
+
+def test_maps_found_the_same_make_their_maps_one_level_down_known():
+    pod = {"containers": [{"name": "a", "stdin": True}], "securityContext": {"runAsNonRoot": True}, "x": [1]}
+    other = copy.deepcopy(pod)
+    known: dict = {}
+    assert sharing.alike((pod,), (other,), known)
+    assert known[id(pod["containers"][0]), id(other["containers"][0])][0]
+    assert known[id(pod["securityContext"]), id(other["securityContext"])][0]
+    # equal by `==` but not the same data below the top: not alike, and nothing below it is taken as known
+    differs = copy.deepcopy(pod)
+    differs["containers"][0]["stdin"] = 1
+    known = {}
+    assert not sharing.alike((pod,), (differs,), known)
+    assert (id(pod["containers"][0]), id(differs["containers"][0])) not in known

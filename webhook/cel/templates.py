@@ -26,7 +26,23 @@ def display(value: Any) -> str:
         return str(int(value))
     if isinstance(value, list):
         return ", ".join(display(v) for v in value)
-    return str(value)
+    text = str(value)
+    return text if type(text) is str else str.__str__(text)  # a str subclass's __str__ may answer one: its text
+
+
+_FITS: dict = {}  # segment values that `fits` (a value is a str: its own hash and equality), bounded by count and size
+
+
+def fits(value: str) -> bool:
+    """Whether a segment's value is normal inside: not empty, printable (so its only whitespace is the space: every
+    other character str.split splits on is not printable), no two spaces in a row. (What it may start or end with
+    depends on where it stands: `_join`.) A value that fits, up to 256 characters, is remembered (4,096 of them at
+    most): a container's, a template's or an image's name recurs in every message and every review, and the test
+    is then one look-up, where `isprintable` read every character each time."""
+    found = bool(value) and value.isprintable() and "  " not in value
+    if found and len(value) <= 256 and len(_FITS) < 4096:
+        _FITS[value] = True
+    return found
 
 
 def compile_template(texts: Sequence[str], segments: Sequence[tuple[str, frozenset, Optional[Mapping[str, str]]]],
@@ -61,7 +77,8 @@ def compile_template(texts: Sequence[str], segments: Sequence[tuple[str, frozens
         return "\n".join(lines + _join(texts)), extras
 
     render, python = stored.load(cache, key, functions, BUILTINS,
-                                 dict(HELPERS, **fastpaths.NAMESPACE, _display=display), "render",
+                                 dict(HELPERS, **fastpaths.NAMESPACE, _display=display, _FITS=_FITS, _fits=fits),
+                                 "render",
                                  f"<message {texts[0][:40]!r}>", make)
     render.python = python  # the generated source, for whoever debugs a message
     return render
@@ -78,10 +95,13 @@ def collapse(text: str) -> str:
 def _join(texts: Sequence[str]) -> list[str]:
     """The lines returning the message: the whole text, its whitespace runs made single spaces (as
     `" ".join(whole.split())`). The text between the segments is normalised here (`collapse`; what starts the
-    message and what ends it stripped, as the split drops them), so the split is needed only when a value brings
-    whitespace other than single inner spaces: a value that `isprintable()` holds no whitespace but spaces (no
-    other character str.split splits on is printable), and then the message is its own normal form unless it
-    has two spaces in a row or starts or ends with one (possible only where a value starts or ends it)."""
+    message and what ends it stripped, as the split drops them), so the split is needed only when a value could
+    bring whitespace other than single inner spaces: where every value `fits` (not empty, printable, no two spaces
+    in a row) and does not start with a space where the message starts, a text ending with a space or another value
+    comes before it (nor end with one where the message ends, a text starting with a space or another value comes
+    after it), no two spaces meet where a value and a text join, and the message is its own normal form. (The test
+    was each value's `isprintable()` and then a search of the whole message for two spaces: ~2,900 instructions
+    per message, bench/RESULTS.md, h-eval.)"""
     count = len(texts) - 1
     pieces = [collapse(texts[0]).lstrip(" ")] + [collapse(text) for text in texts[1:-1]] + \
         [collapse(texts[-1]).rstrip(" ")] if count else [" ".join(texts[0].split())]
@@ -92,7 +112,13 @@ def _join(texts: Sequence[str]) -> list[str]:
         parts.append(f"f'{{_m{position}}}'")
         if text:
             parts.append(repr(text))
-    tests = [f"_m{position}.isprintable()" for position in range(1, count + 1)] + ["'  ' not in _s"] + \
-        ([] if pieces[0] else ["_s[:1] != ' '"]) + ([] if pieces[-1] else ["_s[-1:] != ' '"])
+    tests = []
+    for position in range(1, count + 1):
+        before, after = pieces[position - 1], pieces[position]  # "": the message's start or end, or another value
+        tests.append(f"(_m{position} in _FITS or _fits(_m{position}))")
+        if not before or before[-1] == " ":
+            tests.append(f"_m{position}[0] != ' '")
+        if not after or after[0] == " ":
+            tests.append(f"_m{position}[-1] != ' '")
     return [f"    _s = {' '.join(parts)}", f"    if {' and '.join(tests)}: return _s",
             "    return ' '.join(_s.split())"]

@@ -58,9 +58,11 @@ class Variables:
     """A policy's `variables` in one binding: each evaluated on first read, at most once, then kept (VAP's
     semantics); an error is kept too, and raised wherever the variable is read.
 
-    The context holds this object as `variables`, so it is held here by a weak reference: a strong one made a
-    reference cycle per evaluated resource, which left each Activation and what it bound to the cyclic collector
-    (89 of the corpus's 179 resources, measured with gc.DEBUG_SAVEALL).
+    The context holds this object as `variables`, so an Activation is held here by a weak reference: a strong one
+    made a reference cycle per evaluated resource, which left each Activation and what it bound to the cyclic
+    collector (89 of the corpus's 179 resources, measured with gc.DEBUG_SAVEALL). A plain dict cannot be referred
+    to weakly and is held as it is: its owner (Engine.evaluate's context, whose reads a dict subclass made slower:
+    engine/core.py) takes `variables` out of it when it is done, which ends the cycle.
 
     `values` holds only the successes, so generated code reads a computed variable straight from it
     (cel/compiler.py) and calls `get` only for the first read or a failure."""
@@ -68,7 +70,8 @@ class Variables:
     __slots__ = ("programs", "context", "values", "failed")
 
     def __init__(self, programs: dict, context: Any):
-        self.programs, self.context, self.values, self.failed = programs, weakref.ref(context), {}, _NO_FAILURES
+        self.programs, self.values, self.failed = programs, {}, _NO_FAILURES
+        self.context = context if type(context) is dict else weakref.ref(context)
 
     def fail(self, name: str, error: Exception) -> None:
         """Keep `error` as the value of `name` in this binding (the dict is made on the first failure)."""
@@ -87,7 +90,8 @@ class Variables:
         if program is None:
             raise EvalError(f"no such variable: {name}")
         try:
-            found = program.run(self.context())
+            context = self.context
+            found = program.run(context if type(context) is dict else context())
         except Exception as exc:  # noqa: BLE001 - kept, and raised at every read
             self.fail(name, exc)
             raise

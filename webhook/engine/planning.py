@@ -23,10 +23,13 @@ class Step:
     Each function is fetched from its Expression at the rule's first run (`when`/`check` start as a stand-in that
     compiles, keeps the program's function in its place and runs it): nothing is compiled that never runs."""
 
-    __slots__ = ("rule", "inline", "when", "check")
+    __slots__ = ("rule", "inline", "when", "check", "unknown")
 
     def __init__(self, rule: Rule):
         self.rule = rule
+        # a rule requiring cluster facts: what it decides for each tuple of missing facts (engine/running.py; the
+        # step belongs to one engine, whose config fixes the answer)
+        self.unknown: dict = {}
         self.inline = not rule.requires and rule.expression is not None  # else engine/running.py `run_rule`
         self.when = _fetched(self, "when", rule.when) if rule.when is not None else None
         self.check = _fetched(self, "check", rule.expression) if rule.expression is not None else None

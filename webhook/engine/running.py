@@ -150,14 +150,14 @@ def outcome_of(engine: Any, context: Activation, scope: Scope, policy: Policy, s
         for fact in rule.requires:
             if known.get(fact) is None:
                 missing = [fact] if missing is None else missing + [fact]
-        if missing:
-            config = engine.config
-            mode = config.settings(policy.id).context_failure or config.context_failure
-            if rule.when_unknown == "ignore" or mode == "allow":
-                return None
-            if mode == "deny":
-                return ("fail", f"cluster facts unavailable: {', '.join(missing)}")
-            return ("skip", f"{policy.id}/{rule.name} skipped: cluster facts unknown: {', '.join(missing)}")
+        if missing:  # what that decides depends only on the engine's config and the facts missing: kept per step
+            missing = tuple(missing)
+            decided = step.unknown.get(missing, step)
+            if decided is step:
+                decided = _unknown(engine, policy, rule, missing)
+                if len(step.unknown) < 64:  # which facts are missing: a few combinations of rule.requires
+                    step.unknown[missing] = decided
+            return decided
     try:
         if when is not None and when(context) is not True:
             return None
@@ -166,6 +166,18 @@ def outcome_of(engine: Any, context: Activation, scope: Scope, policy: Policy, s
         return FAIL if step.check(context) is not True else None
     except Exception as exc:  # a rule that cannot be evaluated fails closed, with the reason
         return ("error", f"rule could not be evaluated: {exc}")
+
+
+def _unknown(engine: Any, policy: Policy, rule: Rule, missing: tuple) -> Any:
+    """What a rule decides where the cluster facts it requires are `missing`: nothing, a failure or a skip, by the
+    rule's `whenUnknown` and the policy's (else the config's) `contextFailure`."""
+    config = engine.config
+    mode = config.settings(policy.id).context_failure or config.context_failure
+    if rule.when_unknown == "ignore" or mode == "allow":
+        return None
+    if mode == "deny":
+        return ("fail", f"cluster facts unavailable: {', '.join(missing)}")
+    return ("skip", f"{policy.id}/{rule.name} skipped: cluster facts unknown: {', '.join(missing)}")
 
 
 def finding(engine: Any, context: Activation, scope: Scope, policy: Policy, rule: Rule, outcome: Any, base: str,
@@ -193,6 +205,6 @@ def add(engine: Any, scope: Scope, policy: Policy, rule: Rule, result: str, mess
     if scope.workload is not None and scope.workload.unlisted:
         message += (f" [{scope.workload.unlisted} is not in the kinds table: this pod template was found by "
                     f"its shape]")
-    scope.evaluation.findings.append(Finding(
-        policy=policy.id, rule=rule.name, action=engine.enforcement.action(policy, rule, scope.ceiling),
-        result=result, message=message, resource=scope.resource, pointer=pointer))
+    action = engine.enforcement.action(policy, rule, scope.ceiling)
+    scope.evaluation.findings.append(Finding(policy.id, rule.name, action, result, message, scope.resource,
+                                             pointer))  # positional: no keyword dict (model/findings.py)

@@ -10,13 +10,14 @@ own pointer, a failed check's message rendered where it is (a message may name t
 the conditions need not read), an error's text as it was, a schema rule's schema checked on this place's object.
 
 "The same data" is exact, not Python's `==`: the same types throughout (1, 1.0 and true are three CEL values), the
-same keys in the same order (iteration order shows in lists built from maps), a double by its repr (-0.0 is not
+same keys in the same order (iteration order shows in lists built from maps), a double by its bits (-0.0 is not
 0.0; NaN is never equal). Anything not plain JSON data is never the same. Only the last outcomes of each place
 are kept, so the comparison is linear in the object however many templates it has.
 """
 
 from __future__ import annotations
 
+import marshal
 from typing import Any, Optional
 
 from webhook.cel.constants import WHOLE
@@ -102,7 +103,7 @@ def alike(first: tuple, second: tuple, known: dict) -> bool:
                 continue
             found = known.get((id(a), id(b)))
             if found is None:
-                found = (strict(a, b, known), a, b)
+                found = (same(a, b, known), a, b)
                 known[id(a), id(b)] = found
             if not found[0]:
                 return False
@@ -120,34 +121,25 @@ def worth(templates: list) -> bool:
     return False
 
 
-def strict(a: Any, b: Any, known: dict) -> bool:
-    """Whether `a` and `b`, which are equal by Python's `==`, are the same JSON data: the same types throughout,
-    keys in the same order, a double by its repr. (Their parts are equal by `==` too, so only that is asked.) Each
-    pair of maps found the same is kept in `known`."""
-    kind = type(a)
-    if kind is not type(b):
+def same(a: Any, b: Any, known: dict) -> bool:
+    """Whether `a` and `b`, which are equal by Python's `==`, are the same JSON data: the same types throughout, keys
+    in the same order, a double by its bits. Asked of marshal's writing of both (version 2, which has no
+    back-references: the bytes depend on the values alone), in C: marshal writes each value with its exact type
+    (bool apart from int, int from float, a str or dict subclass not at all), a map's entries in their order and a
+    double's 8 bytes, and refuses what it cannot write. (A buffer object would be written as bytes; no decoder
+    makes one.) Where two maps are the same, so are their maps and their lists' maps one level down (a pod spec's
+    containers): each such pair is kept in `known`, which a container's place then finds. The walk in Python this
+    replaces cost a decoded PyTorchJob review's pod specs twice as many instructions (bench/RESULTS.md, h-eval)."""
+    try:
+        found = marshal.dumps(a, 2) == marshal.dumps(b, 2)
+    except (ValueError, RecursionError):  # not plain data, or nested deeper than marshal writes
         return False
-    if kind is dict:
-        for (ka, va), (kb, vb) in zip(a.items(), b.items()):
-            if type(ka) is not str or type(kb) is not str or ka != kb:
-                return False
-            if va is vb:
-                continue
-            value = type(va)
-            if value is str or value is int or value is bool:
-                if type(vb) is not value:
-                    return False
-            elif not strict(va, vb, known):
-                return False
-        known[id(a), id(b)] = (True, a, b)
-        return True
-    if kind is list:
-        for x, y in zip(a, b):
-            if x is not y and not strict(x, y, known):
-                return False
-        return True
-    if kind is str or kind is int or kind is bool or a is None:
-        return True
-    if kind is float:
-        return repr(a) == repr(b)
-    return False  # anything else is not plain data
+    if found and type(a) is dict:
+        for x, y in zip(a.values(), b.values()):
+            if type(x) is dict:
+                known[id(x), id(y)] = (True, x, y)
+            elif type(x) is list:
+                for p, q in zip(x, y):
+                    if type(p) is dict:
+                        known[id(p), id(q)] = (True, p, q)
+    return found
