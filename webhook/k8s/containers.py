@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from webhook.model import pointer as jp
-from webhook.model.quantity import QuantityError, parse_quantity
+from webhook.model.quantity import QuantityError, parse_quantity, plain_count
 
 
 class ShapeError(ValueError):
@@ -45,7 +45,7 @@ _READ_QUANTITIES: set = set()  # strings already parsed as quantities: a review'
 
 def _quantity_problem(quantity: Any) -> Any:
     """Why `quantity` is no Kubernetes quantity, or None; a string that parsed once is not parsed again."""
-    if type(quantity) is str and quantity in _READ_QUANTITIES:
+    if (type(quantity) is str and quantity in _READ_QUANTITIES) or plain_count(quantity) is not None:
         return None
     try:
         parse_quantity(quantity)
