@@ -31,6 +31,10 @@ NOT_FOR_ONE_FILE = (
     "webhook.app.commands.serve", "webhook.app.commands.test", "webhook.app.commands.fix",
     "webhook.app.commands.cel", "webhook.app.commands.certs", "webhook.app.commands.policies",
     "webhook.app.server", "webhook.app.serving", "webhook.app.clusteraudit",
+    # exact quantities: the Pod's "1" is a plain count (model/quantity.py `plain_count`), and neither a load nor a
+    # rule it runs needs a quantity's exact value (cel/quantities.py); decimal and numbers come with fractions
+    "fractions", "decimal", "numbers",
+    "textwrap",  # the report's hints are wrapped by outputs/reports/text.py `wrap`
 )
 
 # What a warm run (the disk cache holds the loaded bundle, language/bundlecache.py) has no use for besides: all
@@ -45,9 +49,6 @@ NOT_FOR_A_WARM_RUN = (
     "webhook.language.declarations", "webhook.language.mapload", "webhook.language.objects",
     "webhook.engine.vap", "webhook.engine.mapeval", "webhook.engine.mapreport", "webhook.engine.mutation",
     "webhook.k8s.defaults", "webhook.k8s.applymerge",
-    # exact quantities: the Pod's "1" is a plain count (model/quantity.py `plain_count`), and no CEL rule it
-    # meets needs a quantity's exact value (cel/quantities.py); decimal and numbers come with fractions
-    "fractions", "decimal", "numbers",
 )
 
 # The command line as the console script runs it, the CEL checker counted, the CEL code's digest and the kinds
