@@ -35,6 +35,7 @@ NOT_FOR_ONE_FILE = (
     # rule it runs needs a quantity's exact value (cel/quantities.py); decimal and numbers come with fractions
     "fractions", "decimal", "numbers",
     "textwrap",  # the report's hints are wrapped by outputs/reports/text.py `wrap`
+    "pickle",  # a kept bundle is read and written with pickle's classes from _pickle (language/bundlecache.py)
 )
 
 # What a warm run (the disk cache holds the loaded bundle, language/bundlecache.py) has no use for besides: all

@@ -12,16 +12,17 @@ and `plain_count` answers those without it.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Optional
+
+from webhook.model.lazyre import Lazy
 
 if TYPE_CHECKING:
     from fractions import Fraction
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}  # powers of ten
-_QUANTITY = re.compile(
+_QUANTITY = Lazy(  # compiled by the first parse: a plain count needs none (`plain_count`)
     r"^(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
     r"(?:(?P<exp>[eE][+-]?[0-9]+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$"
 )
