@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Optional
 
+from webhook.model.quantity import fraction as _fraction  # fractions.Fraction, imported by the first use
+
 if TYPE_CHECKING:
     from fractions import Fraction  # imported where used: most runs compute no exact value (model/quantity.py)
 
@@ -49,12 +51,6 @@ class Quantity(float):
         return not self.__eq__(other)
 
     __hash__ = float.__hash__
-
-
-def _fraction() -> type:
-    from fractions import Fraction
-
-    return Fraction
 
 
 def _split(text: str) -> tuple[bool, str, str, str, str]:

@@ -49,10 +49,17 @@ def _bounded(value: Fraction, text: str) -> Fraction:
     return value
 
 
-@lru_cache(maxsize=4096)
-def _parse_string(text: str) -> Fraction:
+@lru_cache(maxsize=None)
+def fraction() -> type:
+    """`fractions.Fraction`, imported by the first call (an import statement in a function runs on every call)."""
     from fractions import Fraction
 
+    return Fraction
+
+
+@lru_cache(maxsize=4096)
+def _parse_string(text: str) -> Fraction:
+    Fraction = fraction()  # noqa: N806 - the class, under its own name
     match = _QUANTITY.match(text) if len(text) <= _MAX_DIGITS + 8 else None
     if match is None:
         if len(text) > _MAX_DIGITS + 8 and _QUANTITY.match(text[:_MAX_DIGITS]):
@@ -77,18 +84,16 @@ def parse_quantity(value: object) -> Fraction:
     YAML turns ``cpu: 2`` and ``cpu: 0.5`` into numbers, and Kubernetes accepts
     them, so numbers are quantities too; booleans and anything else are not.
     """
-    from fractions import Fraction
-
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a Kubernetes quantity")
     if isinstance(value, int):
         if abs(value) > MAX_MAGNITUDE:  # compared, never printed: a 6,000-digit int has no str() in Python 3.11
             raise QuantityError("an integer out of range: Kubernetes quantities stay within 2^63-1")
-        return Fraction(value)
+        return fraction()(value)
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):  # YAML .nan, .inf, or 1e400 overflowed
             raise QuantityError(f"{value!r} is not a Kubernetes quantity (not a finite number)")
-        return _bounded(Fraction(str(value)), str(value))
+        return _bounded(fraction()(str(value)), str(value))
     if isinstance(value, str):
         return _parse_string(value.strip())
     raise QuantityError(f"{value!r} is not a Kubernetes quantity")
