@@ -4,7 +4,7 @@ from fractions import Fraction
 
 import pytest
 
-from webhook.model.quantity import QuantityError, format_bytes, parse_quantity
+from webhook.model.quantity import QuantityError, format_bytes, parse_quantity, plain_count
 
 
 @pytest.mark.parametrize("text, value", [
@@ -42,3 +42,17 @@ def test_decimal_and_binary_differ():
 @pytest.mark.parametrize("value, text", [(2**30, "1Gi"), (3 * 2**29, "1536Mi"), (1000, "1000"), (8 * 2**30, "8Gi")])
 def test_format_bytes(value, text):
     assert format_bytes(value) == text
+
+
+@pytest.mark.parametrize("value", [
+    "1", "0", "007", "8", "999999999999999999", 0, 1, -3, 2 ** 63 - 1, -(2 ** 63 - 1),
+    # answered by parse_quantity alone: signs, spaces, suffixes, points, 19 digits, non-ASCII digits, bools, bounds
+    "+1", "-1", " 1", "1 ", "1k", "1.0", "1e3", "1000000000000000000", "9223372036854775808", "١", "²", "", True,
+    False, 2 ** 63, 1.0, "x",
+])
+def test_a_plain_count_is_its_quantitys_exact_value_or_none(value):
+    count = plain_count(value)
+    if count is None:
+        assert not (type(value) is str and value.isascii() and value.isdigit() and len(value) <= 18)
+        return
+    assert type(count) is int and count == parse_quantity(value)

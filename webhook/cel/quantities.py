@@ -16,8 +16,12 @@ form (inf.Dec) as opposed to the int64 one (int64Amount).
 from __future__ import annotations
 
 import math
-from fractions import Fraction
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+from webhook.model.quantity import fraction as _fraction  # fractions.Fraction, imported by the first use
+
+if TYPE_CHECKING:
+    from fractions import Fraction  # imported where used: most runs compute no exact value (model/quantity.py)
 
 INT64_MAX, INT64_MIN = 2 ** 63 - 1, -2 ** 63
 _DECIMAL = {"": 0, "n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
@@ -155,7 +159,7 @@ def _decimal(value: str, base: int, exponent: int, kind: str) -> tuple[bool, int
             unscaled, exp = -(-unscaled // 10 ** (-9 - exp)), -9
         else:
             unscaled, exp = unscaled * 10 ** (exp + 9), -9
-    if kind == "BinarySI" and Fraction(unscaled) * Fraction(10) ** exp > INT64_MAX:
+    if kind == "BinarySI" and _fraction()(unscaled) * _fraction()(10) ** exp > INT64_MAX:
         unscaled, exp = INT64_MAX * 10 ** 9, -9
     return True, -unscaled if negative else unscaled, exp
 
@@ -188,8 +192,9 @@ def carry(form: tuple[bool, int, int]) -> float:
     if not form[0] and form[2] == 0 and -2 ** 53 <= form[1] <= 2 ** 53:  # an int64 form at scale 0: its float says all
         return float(form[1])
     near, integer = approximate(form), as_int64(form)
-    value = Fraction(form[1]) * Fraction(10) ** form[2]
-    if math.isfinite(near) and (integer is not None) == (near.is_integer() and INT64_MIN <= near < 2 ** 63) and Fraction(repr(near)) == value:
+    fraction = _fraction()
+    value = fraction(form[1]) * fraction(10) ** form[2]
+    if math.isfinite(near) and (integer is not None) == (near.is_integer() and INT64_MIN <= near < 2 ** 63) and fraction(repr(near)) == value:
         return near
     found = Quantity(near)
     found.exact, found.form, found.integer = value, form, integer
@@ -204,7 +209,7 @@ def form_of(q: Any) -> tuple[bool, int, int]:
         return False, q, 0
     if q.is_integer() and -2 ** 53 <= q <= 2 ** 53:
         return False, int(q), 0
-    digits = Fraction(repr(q))  # 1e30 is 10**30 as written, not the binary double's 1000000000000000019884624838656
+    digits = _fraction()(repr(q))  # 1e30 is 10**30 as written, not the binary double's 1000000000000000019884624838656
     exp = 0
     while digits.denominator != 1:
         digits, exp = digits * 10, exp - 1
@@ -214,7 +219,7 @@ def form_of(q: Any) -> tuple[bool, int, int]:
 
 
 def exact(q: Any) -> Fraction:
-    return q.exact if type(q) is Quantity else Fraction(repr(q)) if type(q) is float else Fraction(q)
+    return q.exact if type(q) is Quantity else _fraction()(repr(q) if type(q) is float else q)
 
 
 def add(a: Any, b: Any, negate: bool = False) -> float:

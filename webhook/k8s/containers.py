@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from webhook.model import pointer as jp
-from webhook.model.quantity import QuantityError, parse_quantity
+from webhook.model.quantity import QuantityError, parse_quantity, plain_count
 
 
 class ShapeError(ValueError):
@@ -47,10 +47,11 @@ def _quantity_problem(quantity: Any) -> Any:
     """Why `quantity` is no Kubernetes quantity, or None; a string that parsed once is not parsed again."""
     if type(quantity) is str and quantity in _READ_QUANTITIES:
         return None
-    try:
-        parse_quantity(quantity)
-    except QuantityError as exc:
-        return str(exc)
+    if plain_count(quantity) is None:  # a plain count ("1", 8) is a quantity: no Fraction built (model/quantity.py)
+        try:
+            parse_quantity(quantity)
+        except QuantityError as exc:
+            return str(exc)
     if type(quantity) is str and len(_READ_QUANTITIES) < 4096:
         _READ_QUANTITIES.add(quantity)
     return None

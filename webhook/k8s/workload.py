@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import cached_property, lru_cache
 from typing import Any, Callable, Iterable, Optional
 
-from webhook.model.quantity import parse_quantity
+from webhook.model.quantity import parse_quantity, plain_count
 from webhook.model.resource import Resource
 from webhook.k8s.containers import ShapeError, check_metadata
 from webhook.k8s.dra import IMPLICIT_PREFIX
@@ -157,8 +157,11 @@ def template_devices(template: PodTemplate, classification: Classification) -> l
                 accelerator = known.get(name)
                 if accelerator is None:
                     accelerator = classification.is_accelerator(name)
+                if not accelerator:
+                    continue
+                count = plain_count(quantity)
                 # a Fraction's sign is its numerator's: the test without Fraction's comparison in Python
-                if accelerator and parse_quantity(quantity).numerator > 0:
+                if (count if count is not None else parse_quantity(quantity).numerator) > 0:
                     found.add(name)
     return sorted(found)
 

@@ -29,10 +29,14 @@ import hashlib
 import io
 import json
 import os
-import pickle
 import sys
 from functools import lru_cache
 from typing import Any, Optional
+
+try:  # pickle's own classes (pickle.py takes them from _pickle), without pickle.py's module body: ~1 % of a warm run
+    from _pickle import Pickler, Unpickler, UnpicklingError
+except ImportError:  # an interpreter without CPython's accelerator
+    from pickle import Pickler, Unpickler, UnpicklingError
 
 from webhook.cel import stored
 from webhook.k8s import kindtable
@@ -107,7 +111,7 @@ def remember(cache: Any, kept_as: str, policies: list[Policy], intree: InTree) -
     out = io.BytesIO()
     try:
         vouched = (stored.identity(), kindtable.kind_table())
-        _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump((policies, intree, vouched))
+        _Pickler(out, protocol=_PROTOCOL).dump((policies, intree, vouched))
     except Exception:  # noqa: BLE001 - a closure, a lock, a generated function, an unreadable file: not kept
         return
     cache.remember_bundle(kept_as, out.getvalue())
@@ -123,17 +127,20 @@ def _vouched(found: Any) -> bool:
 
 def _checks() -> Checks:
     """What a kept `Checks` is written as; only a recall (`_Unpickler`) knows which one it stands for."""
-    raise pickle.UnpicklingError("a kept bundle's Checks read outside a recall")
+    raise UnpicklingError("a kept bundle's Checks read outside a recall")
 
 
-class _Pickler(pickle.Pickler):
+_PROTOCOL = 5  # pickle.HIGHEST_PROTOCOL since Python 3.8; an entry of another protocol reads back all the same
+
+
+class _Pickler(Pickler):
     # Not a persistent id: `persistent_id` is called for every object written (each string too), which made the
     # first run's pickling cost 48 M instructions; `reducer_override` only sees objects of classes of their own.
     def reducer_override(self, found: Any) -> Any:
         return (_checks, ()) if isinstance(found, Checks) else NotImplemented
 
 
-class _Unpickler(pickle.Unpickler):
+class _Unpickler(Unpickler):
     def __init__(self, data: Any, checks: Checks):
         super().__init__(data)
         self.checks = checks

@@ -25,7 +25,6 @@ import base64
 import binascii
 import codecs
 import datetime as dt
-import decimal
 import math
 import re
 from typing import Any
@@ -129,7 +128,12 @@ def json_value(tag: str, value: Any) -> Any:
                           f"reader (sigs.k8s.io/yaml) refuses the document (json: unsupported value); quote it if "
                           f"the text is meant")
         if value.is_integer():  # Go's JSON writes it as its shortest digits, no point: an int64 if in range
-            exact = int(value) if abs(value) < 2 ** 53 else int(decimal.Decimal(repr(value)))
+            if abs(value) < 2 ** 53:
+                exact = int(value)
+            else:  # rare: decimal (with numbers) is imported here, not by every run that reads YAML
+                import decimal
+
+                exact = int(decimal.Decimal(repr(value)))
             if -INT64 <= exact < INT64:
                 return exact
         return value
