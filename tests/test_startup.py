@@ -34,7 +34,6 @@ NOT_FOR_ONE_FILE = (
     # exact quantities: the Pod's "1" is a plain count (model/quantity.py `plain_count`), and neither a load nor a
     # rule it runs needs a quantity's exact value (cel/quantities.py); decimal and numbers come with fractions
     "fractions", "decimal", "numbers",
-    "textwrap",  # the report's hints are wrapped by outputs/reports/text.py `wrap`
     "pickle",  # a kept bundle is read and written with pickle's classes from _pickle (language/bundlecache.py)
 )
 

@@ -17,6 +17,7 @@ noise.
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter, defaultdict
 from operator import itemgetter
 
@@ -164,27 +165,6 @@ def _runs(lines: list[str]) -> list[str]:
 _PLACE, _TEXT = itemgetter(0), itemgetter(1)
 
 
-def wrap(paragraph: str, head: str, indent: str = "    ") -> list[str]:
-    """`textwrap.wrap(paragraph, _WIDTH, initial_indent=head, subsequent_indent=indent, break_long_words=False,
-    break_on_hyphens=False)` for a paragraph of words joined by single spaces (what `_hints` makes of one), line for
-    line: greedy, a word longer than a line alone on its own. Written out because importing textwrap (its patterns
-    compiled) is ~1 % of a warm one-file audit, whose report is short; tests/test_report_wrap.py compares both."""
-    if not paragraph:
-        return []
-    lines: list[str] = []
-    line, room = [], _WIDTH - len(head)
-    used = 0
-    for word in paragraph.split(" "):
-        if line and used + 1 + len(word) > room:
-            lines.append(head + " ".join(line))
-            head, line, room = indent, [], _WIDTH - len(indent)
-        used = used + 1 + len(word) if line else len(word)
-        line.append(word)
-    if line:
-        lines.append(head + " ".join(line))
-    return lines
-
-
 def _hints(totals: dict, engine, paint) -> list[str]:
     """Each failing policy's remediation, once and whole, wrapped for a terminal."""
     failing = sorted({policy for policy, _, outcome_ in totals if outcome_ == "fail"})
@@ -196,7 +176,8 @@ def _hints(totals: dict, engine, paint) -> list[str]:
         paragraphs = [" ".join(p.split()) for p in policy.remediation.split("\n\n") if p.strip()]
         for number, paragraph in enumerate(paragraphs):
             head = f"  {policy_id}: " if number == 0 else "    "
-            out += wrap(paragraph, head)
+            out += textwrap.wrap(paragraph, _WIDTH, initial_indent=head, subsequent_indent="    ",
+                                 break_long_words=False, break_on_hyphens=False)
     if not out:
         return []
     return [paint("how to fix (each failing policy once; `aiadmit policies ID` explains it):", "bold"), *out, ""]
