@@ -14,7 +14,6 @@ Kubernetes' syntax (`\\z` accepted, look-behind rejected).
 
 from __future__ import annotations
 
-import fnmatch
 from typing import Any, Callable, Optional
 
 from webhook.cel import k8slibs, lists as cel_lists, quantities as kq
@@ -24,6 +23,7 @@ from webhook.cel import timestamps as ts
 from webhook.cel.values import INT64_MAX, INT64_MIN, UInt
 from webhook.cel.runtime import EvalError, equals, expecting, less, overload, Optional as Opt, NONE, MAX_SIZE
 from webhook.k8s.quotascope import quota_selects
+from webhook.model import globs
 from webhook.model.quantity import QuantityError, format_bytes, parse_quantity
 from webhook.model.valueclass import Frozen
 
@@ -224,7 +224,7 @@ def _glob(value: Any, patterns: Any) -> bool:
         patterns = [patterns]
     if type(value) is not str or type(patterns) is not list:
         raise overload("glob", value, patterns)
-    return any(fnmatch.fnmatchcase(value, p) for p in patterns)
+    return globs.any_matches(value, patterns)  # fnmatch.fnmatchcase's answers (model/globs.py)
 
 
 def _join(items: Any, sep: Any = "") -> str:
